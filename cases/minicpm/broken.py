@@ -1,0 +1,33 @@
+"""MiniCPM-V-2 bf16 fine-tuning, BROKEN: the model is loaded with dtype=torch.bfloat16 only.
+
+from_pretrained casts the weights to bfloat16 but leaves the resampler's float32 position
+table as it was created. The first embedding step then adds that table to the query, the
+query becomes float32, and the resampler's attention (bfloat16 weights) raises:
+    RuntimeError: mat1 and mat2 must have the same dtype, but got Float and BFloat16
+"""
+
+import torch
+
+from cases.minicpm.tiny_minicpmv import TinyMiniCPMV, example_batch, save_tiny_checkpoint
+from shared.checks import compare_to_reference, pick_device
+
+device = pick_device()
+checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32
+
+model = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.bfloat16)  # as the fine-tune loads it
+model.to(device)
+
+# The root cause, visible before anything runs:
+print("resampler.pos_embed:", model.resampler.pos_embed.dtype)
+print("resampler.attn.in_proj_weight:", model.resampler.attn.in_proj_weight.dtype)
+
+batch = example_batch(device)
+embedding = model.get_vllm_embedding(batch)  # what the fine-tune's compute_loss calls first
+
+reference = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.float32).to(device)
+compare_to_reference(
+    "vision+text embedding",
+    embedding,
+    reference.get_vllm_embedding(batch),
+    dtype=torch.bfloat16,
+)

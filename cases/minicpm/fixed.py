@@ -1,0 +1,31 @@
+"""MiniCPM-V-2 bf16 fine-tuning, FIXED with the maintainer's advice: cast the whole model.
+
+`model.to(device=..., dtype=torch.bfloat16)` after loading also casts the resampler's float32
+position table, so the query stays bfloat16 and the embedding matches a float32 reference.
+"""
+
+import torch
+
+from cases.minicpm.tiny_minicpmv import TinyMiniCPMV, example_batch, save_tiny_checkpoint
+from shared.checks import compare_to_reference, pick_device
+
+device = pick_device()
+checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32
+
+model = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.bfloat16)  # as the fine-tune loads it
+model.to(device=device, dtype=torch.bfloat16)  # the fix: every parameter, the table too
+
+# The root cause, visible before anything runs:
+print("resampler.pos_embed:", model.resampler.pos_embed.dtype)
+print("resampler.attn.in_proj_weight:", model.resampler.attn.in_proj_weight.dtype)
+
+batch = example_batch(device)
+embedding = model.get_vllm_embedding(batch)  # what the fine-tune's compute_loss calls first
+
+reference = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.float32).to(device)
+compare_to_reference(
+    "vision+text embedding",
+    embedding,
+    reference.get_vllm_embedding(batch),
+    dtype=torch.bfloat16,
+)

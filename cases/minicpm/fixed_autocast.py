@@ -1,0 +1,32 @@
+"""MiniCPM-V-2 bf16 fine-tuning, FIXED with bf16 autocast around the embedding step.
+
+Under autocast the attention's in-projection runs in bfloat16 whatever the query's dtype, so
+the float32 table no longer clashes (the table itself stays float32: autocast hides the mix).
+"""
+
+import torch
+
+from cases.minicpm.tiny_minicpmv import TinyMiniCPMV, example_batch, save_tiny_checkpoint
+from shared.checks import compare_to_reference, pick_device
+
+device = pick_device()
+checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32
+
+model = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.bfloat16)  # as the fine-tune loads it
+model.to(device)
+
+# The root cause, visible before anything runs:
+print("resampler.pos_embed:", model.resampler.pos_embed.dtype)
+print("resampler.attn.in_proj_weight:", model.resampler.attn.in_proj_weight.dtype)
+
+batch = example_batch(device)
+with torch.autocast(device.type, dtype=torch.bfloat16):  # the fix: autocast the step
+    embedding = model.get_vllm_embedding(batch)  # what the fine-tune's compute_loss calls first
+
+reference = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.float32).to(device)
+compare_to_reference(
+    "vision+text embedding",
+    embedding,
+    reference.get_vllm_embedding(batch),
+    dtype=torch.bfloat16,
+)

@@ -1,0 +1,33 @@
+"""MiniCPM-V-2 bf16 fine-tuning, FIXED by casting each component (the write-up's second fix).
+
+Casting the vision tower, the resampler and the LLM to bfloat16 one by one reaches the
+resampler's float32 table too; the result is the same as casting the whole model.
+"""
+
+import torch
+
+from cases.minicpm.tiny_minicpmv import TinyMiniCPMV, example_batch, save_tiny_checkpoint
+from shared.checks import compare_to_reference, pick_device
+
+device = pick_device()
+checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32
+
+model = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.bfloat16)  # as the fine-tune loads it
+model.to(device)
+for component in (model.vpm, model.resampler, model.llm):  # the fix, component by component
+    component.to(dtype=torch.bfloat16)
+
+# The root cause, visible before anything runs:
+print("resampler.pos_embed:", model.resampler.pos_embed.dtype)
+print("resampler.attn.in_proj_weight:", model.resampler.attn.in_proj_weight.dtype)
+
+batch = example_batch(device)
+embedding = model.get_vllm_embedding(batch)  # what the fine-tune's compute_loss calls first
+
+reference = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.float32).to(device)
+compare_to_reference(
+    "vision+text embedding",
+    embedding,
+    reference.get_vllm_embedding(batch),
+    dtype=torch.bfloat16,
+)

@@ -1,0 +1,1 @@
+"""Common machinery of the gallery: case metadata, running variants, verdicts, checks."""

@@ -1,0 +1,298 @@
+"""Case metadata: discover the folders under ``cases/`` and load their ``case.toml``.
+
+Loading validates everything up front (unknown keys, bad regexes, missing scripts, bad version
+specifiers), so a typo in a case file is a clear error instead of a silently green run.
+This module imports no torch: nox and the CLI use it before any heavy import.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CASES_DIR = REPO_ROOT / "cases"
+METADATA_FILE = "case.toml"
+
+# Packages whose versions an expectation or a requirement may depend on.
+VERSIONED_PACKAGES = ("torch", "transformers", "diffusers", "peft", "accelerate")
+EXPECTS = ("error", "pass")
+LAUNCHERS = ("python", "torchrun")
+
+
+class CaseError(Exception):
+    """A case folder or its metadata is unusable; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a variant needs; unmet requirements make it SKIPPED, never passed."""
+
+    cuda: bool = False
+    gpus: int = 0
+    packages: dict[str, SpecifierSet] = field(default_factory=dict)
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a variant is documented to do: raise a given error, or pass and be right."""
+
+    expect: str
+    error: str = ""
+    messages: tuple[str, ...] = ()
+    raised_in: str = ""
+    note: str = ""
+
+    def message_matches(self, message: str) -> bool:
+        return any(re.search(pattern, message) for pattern in self.messages)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A ``[[variant.when]]`` entry: an expectation that holds on some versions or devices."""
+
+    packages: dict[str, SpecifierSet]
+    device: str
+    expectation: Expectation
+
+    def holds(self, versions: dict[str, str | None], device: str) -> bool:
+        if self.device and self.device != device:
+            return False
+        for name, spec in self.packages.items():
+            version = versions.get(name)
+            if version is None or not spec.contains(version, prereleases=True):
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    script: Path
+    expectation: Expectation
+    requires: Requirements
+    conditions: tuple[Condition, ...] = ()
+    timeout: float = 300.0
+    launcher: str = "python"
+    ranks: int = 1
+
+    def expectation_for(self, versions: dict[str, str | None], device: str) -> Expectation:
+        """The base expectation, overridden by the first ``when`` entry that holds."""
+        for condition in self.conditions:
+            if condition.holds(versions, device):
+                return condition.expectation
+        return self.expectation
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    folder: Path
+    title: str
+    summary: str
+    project: str
+    issue: str
+    era: str
+    variants: tuple[Variant, ...]
+
+
+def case_names(cases_dir: Path = CASES_DIR) -> list[str]:
+    """Every folder under cases/ is a case (folders starting with '_' or '.' are not)."""
+    return sorted(
+        path.name
+        for path in cases_dir.iterdir()
+        if path.is_dir() and not path.name.startswith(("_", "."))
+    )
+
+
+def load_case(name: str, cases_dir: Path = CASES_DIR) -> Case:
+    folder = cases_dir / name
+    if not folder.is_dir():
+        known = ", ".join(case_names(cases_dir))
+        raise CaseError(f"unknown case {name!r}; known cases: {known}")
+    metadata_path = folder / METADATA_FILE
+    if not metadata_path.is_file():
+        raise CaseError(f"{folder}: no {METADATA_FILE}; every case folder needs one")
+    try:
+        data = tomllib.loads(metadata_path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise CaseError(f"{metadata_path}: not valid TOML: {exc}") from None
+    return _parse_case(name, folder, data, str(metadata_path))
+
+
+def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
+    _only_keys(data, {"title", "summary", "project", "issue", "era", "requires", "variant"}, where)
+    for key in ("title", "summary", "project", "issue"):
+        _need_str(data, key, where)
+    case_requires = _parse_requirements(data.get("requires", {}), f"{where} [requires]")
+    raw_variants = data.get("variant")
+    if not isinstance(raw_variants, list) or not raw_variants:
+        raise CaseError(f"{where}: needs at least one [[variant]] table")
+    variants = tuple(
+        _parse_variant(raw, folder, case_requires, f"{where} [[variant]] #{index + 1}")
+        for index, raw in enumerate(raw_variants)
+    )
+    names = [variant.name for variant in variants]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise CaseError(f"{where}: variant names must be unique, repeated: {duplicated}")
+    if not any(v.expectation.expect == "error" for v in variants):
+        raise CaseError(f"{where}: a case needs at least one variant with expect = 'error'")
+    if not any(v.expectation.expect == "pass" for v in variants):
+        raise CaseError(f"{where}: a case needs at least one variant with expect = 'pass'")
+    return Case(
+        name=name,
+        folder=folder,
+        title=data["title"],
+        summary=data["summary"],
+        project=data["project"],
+        issue=data["issue"],
+        era=data.get("era", ""),
+        variants=variants,
+    )
+
+
+def _parse_variant(raw: dict, folder: Path, case_requires: Requirements, where: str) -> Variant:
+    expectation_keys = {"expect", "error", "message", "raised_in", "note"}
+    _only_keys(
+        raw,
+        {"name", "script", "timeout", "launcher", "ranks", "requires", "when"} | expectation_keys,
+        where,
+    )
+    name = _need_str(raw, "name", where)
+    where = f"{where} ({name})"
+    script = folder / _need_str(raw, "script", where)
+    if not script.is_file():
+        raise CaseError(f"{where}: script {script} does not exist")
+    expectation = _parse_expectation({k: raw[k] for k in expectation_keys if k in raw}, where)
+    requires = _merge_requirements(
+        case_requires, _parse_requirements(raw.get("requires", {}), f"{where} requires")
+    )
+    conditions = tuple(
+        _parse_condition(entry, expectation, f"{where} when #{index + 1}")
+        for index, entry in enumerate(raw.get("when", []))
+    )
+    timeout = raw.get("timeout", 300)
+    if not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise CaseError(f"{where}: timeout must be a positive number of seconds")
+    launcher = raw.get("launcher", "python")
+    if launcher not in LAUNCHERS:
+        raise CaseError(f"{where}: launcher must be one of {LAUNCHERS}, got {launcher!r}")
+    ranks = raw.get("ranks", 1)
+    if not isinstance(ranks, int) or ranks < 1:
+        raise CaseError(f"{where}: ranks must be a positive integer")
+    return Variant(
+        name=name,
+        script=script,
+        expectation=expectation,
+        requires=requires,
+        conditions=conditions,
+        timeout=float(timeout),
+        launcher=launcher,
+        ranks=ranks,
+    )
+
+
+def _parse_expectation(raw: dict, where: str) -> Expectation:
+    expect = raw.get("expect")
+    if expect not in EXPECTS:
+        raise CaseError(f"{where}: expect must be one of {EXPECTS}, got {expect!r}")
+    for key in ("error", "raised_in", "note"):
+        if not isinstance(raw.get(key, ""), str):
+            raise CaseError(f"{where}: '{key}' must be a string")
+    messages = raw.get("message", ())
+    messages = (messages,) if isinstance(messages, str) else tuple(messages)
+    for pattern in (*messages, raw.get("raised_in", "")):
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as exc:
+            raise CaseError(f"{where}: bad regular expression {pattern!r}: {exc}") from None
+    if expect == "error" and not (raw.get("error") and messages):
+        raise CaseError(f"{where}: expect = 'error' needs both 'error' (type) and 'message'")
+    if expect == "pass" and (raw.get("error") or messages or raw.get("raised_in")):
+        raise CaseError(f"{where}: expect = 'pass' takes no error, message or raised_in")
+    return Expectation(
+        expect=expect,
+        error=raw.get("error", ""),
+        messages=messages,
+        raised_in=raw.get("raised_in", ""),
+        note=raw.get("note", ""),
+    )
+
+
+def _parse_condition(raw: dict, base: Expectation, where: str) -> Condition:
+    override_keys = {"expect", "error", "message", "raised_in", "note"}
+    _only_keys(raw, {"device", *VERSIONED_PACKAGES} | override_keys, where)
+    overrides = {k: raw[k] for k in override_keys if k in raw}
+    if not overrides:
+        raise CaseError(f"{where}: a 'when' entry must override something")
+    if raw.get("device", "cpu") not in ("cpu", "cuda"):
+        raise CaseError(f"{where}: device must be 'cpu' or 'cuda'")
+    merged = {
+        "expect": base.expect,
+        "error": base.error,
+        "message": list(base.messages),
+        "raised_in": base.raised_in,
+        "note": base.note,
+        **overrides,
+    }
+    if merged["expect"] == "pass":  # a pass has no error fields to inherit
+        merged = {"expect": "pass", "note": merged["note"]}
+    return Condition(
+        packages={p: _specifier(raw[p], where) for p in VERSIONED_PACKAGES if p in raw},
+        device=raw.get("device", ""),
+        expectation=_parse_expectation(merged, where),
+    )
+
+
+def _parse_requirements(raw: dict, where: str) -> Requirements:
+    if not isinstance(raw, dict):
+        raise CaseError(f"{where}: must be a table")
+    _only_keys(raw, {"cuda", "gpus", "packages", "reason"}, where)
+    cuda = raw.get("cuda", False)
+    gpus = raw.get("gpus", 0)
+    if not isinstance(cuda, bool) or not isinstance(gpus, int) or gpus < 0:
+        raise CaseError(f"{where}: cuda must be true/false and gpus a whole number")
+    packages = raw.get("packages", {})
+    if not isinstance(packages, dict):
+        raise CaseError(f"{where}: packages must be a table of name = 'specifier'")
+    return Requirements(
+        cuda=cuda or gpus > 0,
+        gpus=gpus,
+        packages={name: _specifier(spec, where) for name, spec in packages.items()},
+        reason=raw.get("reason", ""),
+    )
+
+
+def _merge_requirements(case: Requirements, variant: Requirements) -> Requirements:
+    return Requirements(
+        cuda=case.cuda or variant.cuda,
+        gpus=max(case.gpus, variant.gpus),
+        packages={**case.packages, **variant.packages},
+        reason=variant.reason or case.reason,
+    )
+
+
+def _specifier(text: object, where: str) -> SpecifierSet:
+    try:
+        return SpecifierSet(str(text))
+    except InvalidSpecifier:
+        raise CaseError(f"{where}: {text!r} is not a version specifier like '>=2.1'") from None
+
+
+def _only_keys(raw: dict, allowed: set[str], where: str) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise CaseError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+
+
+def _need_str(raw: dict, key: str, where: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise CaseError(f"{where}: '{key}' is required and must be a non-empty string")
+    return value

@@ -1,0 +1,84 @@
+"""Helpers a variant calls: pick the device, and prove a fixed variant right.
+
+Each helper prints what it did, so a variant read top to bottom shows its evidence, and adds
+it to ``shared.record.RECORD`` so the harness can put it in the verdict line.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from shared.record import RECORD
+
+# Default (atol, rtol) for comparing a low-precision output with its float32 reference.
+# Loose enough for a few layers of accumulated rounding, tight enough to catch a wrong model.
+DEFAULT_TOLERANCE = {
+    torch.float32: (1e-5, 1e-5),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (5e-2, 5e-2),
+}
+
+
+def pick_device() -> torch.device:
+    """CUDA when available (where the failures were documented), else the CPU."""
+    if torch.cuda.is_available():
+        device, reason = torch.device("cuda"), torch.cuda.get_device_name(0)
+    else:
+        device, reason = torch.device("cpu"), "no CUDA device visible"
+    RECORD["device"], RECORD["device_reason"] = device.type, reason
+    print(f"[device] {device.type} ({reason})")
+    return device
+
+
+def check_dtype(label: str, tensor: torch.Tensor, dtype: torch.dtype) -> None:
+    """Fail unless ``tensor`` has ``dtype``: a fix that silently upcasts is not the fix."""
+    if tensor.dtype != dtype:
+        raise AssertionError(f"{label}: expected dtype {dtype}, got {tensor.dtype}")
+
+
+def compare_to_reference(
+    label: str,
+    output: torch.Tensor,
+    reference: torch.Tensor,
+    *,
+    dtype: torch.dtype,
+    atol: float | None = None,
+    rtol: float | None = None,
+) -> float:
+    """Check ``output`` has ``dtype`` and is close to the float32 ``reference``.
+
+    Returns the max absolute error. Raises AssertionError (the variant then fails, and the
+    harness reports FIX-FAILED) when the dtype is wrong or the values are not close.
+    """
+    check_dtype(label, output, dtype)
+    if reference.dtype != torch.float32:
+        raise AssertionError(f"{label}: the reference must be float32, got {reference.dtype}")
+    default_atol, default_rtol = DEFAULT_TOLERANCE[dtype]
+    atol = default_atol if atol is None else atol
+    rtol = default_rtol if rtol is None else rtol
+    actual = output.detach().float().cpu()
+    expected = reference.detach().cpu()
+    max_abs_err = (actual - expected).abs().max().item()
+    RECORD["checks"].append(
+        {
+            "label": label,
+            "dtype": str(dtype).removeprefix("torch."),
+            "max_abs_err": max_abs_err,
+            "atol": atol,
+            "rtol": rtol,
+        }
+    )
+    print(
+        f"[check] {label}: {RECORD['checks'][-1]['dtype']} output, max abs error "
+        f"{max_abs_err:.2e} vs float32 reference (atol {atol:g}, rtol {rtol:g})"
+    )
+    torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, msg=lambda m: f"{label}: {m}")
+    return max_abs_err
+
+
+def check_that(label: str, ok: bool, detail: str) -> None:
+    """Record a non-numeric check (e.g. 'only LoRA weights changed'); raise if it fails."""
+    RECORD["checks"].append({"label": label, "detail": detail})
+    print(f"[check] {label}: {detail} -> {'ok' if ok else 'FAILED'}")
+    if not ok:
+        raise AssertionError(f"{label}: {detail}")

@@ -1,0 +1,69 @@
+"""Run one variant script in *this* process and write its outcome as JSON.
+
+The harness calls :func:`execute` in a fresh child process (forked from a parent that only
+imported libraries, or spawned as ``python -m shared.executor SCRIPT RESULT``). The script runs
+exactly as ``python SCRIPT`` would; an exception it raises is recorded (type, message, the
+frames it passed through) and its traceback printed, as Python would print it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from shared.record import RECORD
+
+RANK_VARIABLE = "RANK"  # set by torchrun for each rank
+
+
+def execute(script: Path, result_path: Path) -> int:
+    """Run ``script`` as ``__main__``; write the outcome to ``result_path``; return exit code."""
+    sys.argv = [str(script)]
+    sys.path.insert(0, str(script.parent))
+    started = time.perf_counter()
+    outcome: dict = {"status": "clean", "exception": None}
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            outcome = {"status": "raised", "exception": _describe(exc)}
+    except BaseException as exc:  # noqa: BLE001 - every failure is data for the verdict
+        outcome = {"status": "raised", "exception": _describe(exc)}
+        traceback.print_exc()
+    outcome.update(
+        wall_s=time.perf_counter() - started,
+        device=RECORD["device"],
+        device_reason=RECORD["device_reason"],
+        checks=RECORD["checks"],
+        rank=os.environ.get(RANK_VARIABLE),
+    )
+    result_path.write_text(json.dumps(outcome, indent=2), encoding="utf-8")
+    return 0 if outcome["status"] == "clean" else 1
+
+
+def _describe(exc: BaseException) -> dict:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return {
+        "type": type(exc).__name__,
+        "qualified_type": f"{type(exc).__module__}.{type(exc).__qualname__}",
+        "message": str(exc),
+        # "file:function" for each frame, innermost last: where the error really came from.
+        "frames": [f"{frame.filename}:{frame.name}" for frame in frames],
+    }
+
+
+def main() -> None:
+    script, result = Path(sys.argv[1]).resolve(), Path(sys.argv[2])
+    if RANK_VARIABLE in os.environ:  # one result file per rank under torchrun
+        result = result.with_name(f"{result.stem}.rank{os.environ[RANK_VARIABLE]}{result.suffix}")
+    sys.stdout.flush()
+    raise SystemExit(execute(script, result))
+
+
+if __name__ == "__main__":
+    main()

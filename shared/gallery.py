@@ -1,0 +1,236 @@
+"""Command line of the gallery: ``python -m shared.gallery run minicpm`` (what nox calls).
+
+Prints the library versions and devices first, then one line per variant (verdict, device,
+seconds, the error seen or the measured error) and a summary; writes a JSON report per case;
+exits 1 when any verdict is an anomaly, 2 on bad input (unknown case, broken metadata).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform as python_platform
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from shared.cases import (
+    CASES_DIR,
+    REPO_ROOT,
+    VERSIONED_PACKAGES,
+    Case,
+    CaseError,
+    case_names,
+    load_case,
+)
+from shared.runner import Job, preload, run_jobs, start_method
+from shared.verdicts import (
+    EXPECTED_KINDS,
+    SKIPPED,
+    Platform,
+    Verdict,
+    judge,
+    skip_reason,
+)
+
+REPORT_DIR = REPO_ROOT / ".gallery" / "runs"
+KIND_WIDTH, NAME_WIDTH = 14, 26
+# The gallery needs all of these; a missing one is a clear error before anything runs.
+REQUIRED_PACKAGES = VERSIONED_PACKAGES
+INSTALL_HINT = (
+    "install the pinned set (pyproject.toml, group 'cases'), e.g. `nox -s case-minicpm` "
+    "without --no-venv, or offline: pip install --no-index --find-links WHEELS_DIR <packages>"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    try:
+        names = case_names(args.cases_dir) if args.all or not args.cases else args.cases
+        cases = [load_case(name, args.cases_dir) for name in names]
+    except CaseError as exc:
+        print(f"gallery: error: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "list":
+        for case in cases:
+            print(f"{case.name:12} {case.title}  ({len(case.variants)} variants)")
+        return 0
+    missing = [name for name in REQUIRED_PACKAGES if not _version(name)]
+    if missing:
+        print(
+            f"gallery: error: {', '.join(missing)} not installed for {sys.executable}; "
+            f"{INSTALL_HINT}",
+            file=sys.stderr,
+        )
+        return 2
+    return run(cases, parallel=args.jobs, report_dir=args.report_dir)
+
+
+def run(cases: list[Case], parallel: int, report_dir: Path) -> int:
+    started = time.perf_counter()
+    method = start_method()
+    if method == "fork":
+        preload(_model_modules(cases))
+    platform = _platform()
+    _print_header(platform, method, time.perf_counter() - started, parallel)
+
+    verdicts: dict[str, list[tuple[str, Verdict]]] = {case.name: [] for case in cases}
+    jobs = []
+    threads = max(1, (os.cpu_count() or 1) // parallel)
+    work_root = REPO_ROOT / ".gallery" / "work"
+    for case in cases:
+        for variant in case.variants:
+            reason = skip_reason(variant.requires, platform)
+            if reason:
+                verdicts[case.name].append((variant.name, Verdict(SKIPPED, reason)))
+            else:
+                job_dir = work_root / case.name / variant.name
+                jobs.append(Job(case, variant, job_dir, threads))
+                verdicts[case.name].append((variant.name, None))  # filled in below
+
+    results = run_jobs(jobs, parallel)
+    for case in cases:
+        print(f"\n{case.name}: {case.title}\n  upstream: {case.issue}")
+        for index, (variant_name, verdict) in enumerate(verdicts[case.name]):
+            if verdict is None:
+                job, outcome = next(results)
+                verdict = judge(job.variant, outcome, platform)
+                verdicts[case.name][index] = (variant_name, verdict)
+            _print_verdict(variant_name, verdict)
+        _print_case_summary(case.name, verdicts[case.name])
+        _write_report(report_dir, case, platform, verdicts[case.name])
+
+    all_verdicts = [v for case_verdicts in verdicts.values() for _, v in case_verdicts]
+    return _print_total(all_verdicts, time.perf_counter() - started)
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m shared.gallery", description=__doc__)
+    parser.add_argument("command", choices=("run", "list"))
+    parser.add_argument("cases", nargs="*", help="case names (default: all)")
+    parser.add_argument("--all", action="store_true", help="every case under cases/")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="variants run at once"
+    )
+    parser.add_argument("--report-dir", type=Path, default=REPORT_DIR, help="JSON reports")
+    parser.add_argument("--cases-dir", type=Path, default=CASES_DIR, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    return args
+
+
+def _model_modules(cases: list[Case]) -> list[str]:
+    """The non-variant modules of each case folder (its tiny models), to import once."""
+    modules = []
+    for case in cases:
+        scripts = {variant.script for variant in case.variants}
+        for path in sorted(case.folder.glob("*.py")):
+            if path not in scripts and path.name != "__init__.py":
+                modules.append(f"cases.{case.name}.{path.stem}")
+    return modules
+
+
+def _platform() -> Platform:
+    versions = {name: _version(name) for name in VERSIONED_PACKAGES}
+    cuda_devices = 0
+    if versions["torch"]:
+        import torch
+
+        # NVML-based count: does not initialise CUDA, so forked children can still use it.
+        cuda_devices = torch.cuda.device_count()
+    return Platform(versions=versions, cuda_devices=cuda_devices)
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _print_header(platform: Platform, method: str, preload_s: float, parallel: int) -> None:
+    packages = " | ".join(
+        f"{name} {version or 'not installed'}" for name, version in platform.versions.items()
+    )
+    print(f"Python {python_platform.python_version()} | {packages}")
+    if platform.cuda_devices:
+        print(f"devices: {platform.cuda_devices} CUDA GPU(s): variants run on CUDA")
+    else:
+        print("devices: no CUDA GPU: variants run on the CPU; CUDA-only ones are SKIPPED")
+    how = f"forked from one parent (imports took {preload_s:.1f} s)" if method == "fork" else (
+        "each in a new interpreter"
+    )
+    print(f"variants: fresh process each, {how}, up to {parallel} at a time")
+
+
+def _print_verdict(name: str, verdict: Verdict) -> None:
+    seconds = f"{verdict.seconds:5.1f}s" if verdict.kind != SKIPPED else "     -"
+    print(f"  {verdict.kind:<{KIND_WIDTH}} {name:<{NAME_WIDTH}} {verdict.device:<5} {seconds}  "
+          f"{verdict.detail}")  # fmt: skip
+    if verdict.note:
+        print(f"  {'':<{KIND_WIDTH}} note: {verdict.note}")
+    if verdict.log_tail:
+        print(textwrap.indent(verdict.log_tail, "  | "))
+
+
+def _print_case_summary(case_name: str, case_verdicts: list[tuple[str, Verdict]]) -> None:
+    kinds = [verdict.kind for _, verdict in case_verdicts]
+    counts = ", ".join(f"{kinds.count(k)} {k.lower()}" for k in dict.fromkeys(kinds))
+    anomalies = [f"{name} {v.kind}" for name, v in case_verdicts if v.is_anomaly]
+    if anomalies:
+        status = "NOT AS DOCUMENTED: " + ", ".join(anomalies)
+    elif all(kind == SKIPPED for kind in kinds):
+        status = "NOT VERIFIED here (every variant skipped)"
+    else:
+        status = "as documented"
+    print(f"  => {case_name}: {counts} -- {status}")
+
+
+def _print_total(verdicts: list[Verdict], seconds: float) -> int:
+    anomalies = sum(v.is_anomaly for v in verdicts)
+    expected = sum(v.kind in EXPECTED_KINDS for v in verdicts)
+    skipped = sum(v.kind == SKIPPED for v in verdicts)
+    summary = f"{expected} as documented, {anomalies} anomalies, {skipped} skipped"
+    if anomalies:
+        print(f"\ngallery: FAILED ({summary}) in {seconds:.1f} s")
+        return 1
+    print(f"\ngallery: OK ({summary}) in {seconds:.1f} s")
+    return 0
+
+
+def _write_report(
+    report_dir: Path, case: Case, platform: Platform, case_verdicts: list[tuple[str, Verdict]]
+) -> None:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    report = {
+        "case": case.name,
+        "title": case.title,
+        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": python_platform.python_version(),
+        "versions": platform.versions,
+        "cuda_devices": platform.cuda_devices,
+        "variants": [
+            {
+                "variant": name,
+                "verdict": verdict.kind,
+                "detail": verdict.detail,
+                "device": verdict.device,
+                "seconds": round(verdict.seconds, 2),
+                "note": verdict.note,
+                "error": verdict.error,
+                "checks": verdict.checks,
+            }
+            for name, verdict in case_verdicts
+        ],
+    }
+    path = report_dir / f"{case.name}.json"
+    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

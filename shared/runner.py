@@ -1,0 +1,222 @@
+"""Start variants in fresh child processes, enforce their time limits, collect their outcomes.
+
+Two ways to start a child, same result:
+- fork (default on Linux/macOS): the parent has only *imported* the heavy libraries (no model
+  built, no default dtype or autocast changed, CUDA never initialised), so each forked child
+  starts from a clean state without paying the 2-4 s import again;
+- spawn: ``python -m shared.executor SCRIPT RESULT`` in a new interpreter. Always used for
+  torchrun variants, and everywhere when ``GALLERY_START=spawn`` is set.
+Each child leads its own process group, so a timeout kills everything it started.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shared.cases import REPO_ROOT, Case, Variant
+
+START_METHOD_VARIABLE = "GALLERY_START"
+POLL_SECONDS = 0.02
+# Imported once in the parent so that forked children share them (see issue: speed).
+PRELOAD = ("torch", "transformers", "diffusers", "peft", "accelerate")
+
+
+@dataclass
+class Outcome:
+    """What happened to one variant's process(es); the verdict is decided elsewhere."""
+
+    returncode: int | None = None
+    timed_out: bool = False
+    wall_s: float = 0.0
+    log: str = ""
+    results: list[dict] = field(default_factory=list)  # one per process (rank), may be empty
+    launcher: str = "python"
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            return signal.Signals(-self.returncode).name
+        return None
+
+
+@dataclass
+class Job:
+    case: Case
+    variant: Variant
+    work_dir: Path
+    threads: int = 1
+
+
+def start_method() -> str:
+    wanted = os.environ.get(START_METHOD_VARIABLE, "fork" if hasattr(os, "fork") else "spawn")
+    if wanted not in ("fork", "spawn"):
+        raise SystemExit(f"{START_METHOD_VARIABLE} must be 'fork' or 'spawn', got {wanted!r}")
+    return wanted
+
+
+def preload(case_modules: Iterable[str] = ()) -> None:
+    """Import the libraries (and the cases' model modules) once, before forking children."""
+    for name in (*PRELOAD, *case_modules):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # a missing library is reported by the variant that needs it
+
+
+class _Child:
+    """A started child: a forked pid or a spawned Popen, polled the same way."""
+
+    def __init__(self, job: Job, method: str) -> None:
+        self.job = job
+        self.result_path = job.work_dir / "result.json"
+        self.log_path = job.work_dir / "output.log"
+        # The child's temporary files (checkpoints, trainer output) go here; removed after it.
+        self.tmp_dir = job.work_dir / "tmp"
+        shutil.rmtree(job.work_dir, ignore_errors=True)
+        self.tmp_dir.mkdir(parents=True)
+        self.started = time.perf_counter()
+        self.deadline = self.started + job.variant.timeout
+        self.launcher = job.variant.launcher
+        if self.launcher == "torchrun" or method == "spawn":
+            self.process: subprocess.Popen | None = self._spawn()
+            self.pid = self.process.pid
+        else:
+            self.process = None
+            self.pid = self._fork()
+
+    def _spawn(self) -> subprocess.Popen:
+        script = str(self.job.variant.script)
+        if self.launcher == "torchrun":
+            command = [
+                sys.executable, "-m", "torch.distributed.run", "--standalone",
+                f"--nproc-per-node={self.job.variant.ranks}",
+                "-m", "shared.executor", script, str(self.result_path),
+            ]  # fmt: skip
+        else:
+            command = [sys.executable, "-m", "shared.executor", script, str(self.result_path)]
+        env = {
+            **os.environ,
+            "PYTHONPATH": _with_repo_root(os.environ.get("PYTHONPATH")),
+            "TMPDIR": str(self.tmp_dir),
+        }
+        env.setdefault("OMP_NUM_THREADS", str(self.job.threads))
+        with open(self.log_path, "wb") as log:
+            return subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                cwd=REPO_ROOT, start_new_session=True,
+            )  # fmt: skip
+
+    def _fork(self) -> int:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid:
+            _set_process_group(pid)
+            return pid
+        exit_code = 70
+        try:  # in the child: never return into the parent's code
+            _set_process_group(0)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            tempfile.tempdir = str(self.tmp_dir)
+            log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+            if "torch" in sys.modules:
+                sys.modules["torch"].set_num_threads(self.job.threads)
+            from shared.executor import execute
+
+            exit_code = execute(self.job.variant.script, self.result_path)
+        except BaseException:  # noqa: BLE001
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(exit_code)
+
+    def poll(self) -> int | None:
+        if self.process is not None:
+            return self.process.poll()
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        return os.waitstatus_to_exitcode(status) if pid else None
+
+    def kill(self) -> int:
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self.process is not None:
+            return self.process.wait()
+        return os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+
+    def outcome(self, returncode: int, timed_out: bool) -> Outcome:
+        shutil.rmtree(self.tmp_dir, ignore_errors=True)
+        results = []
+        for path in sorted(self.job.work_dir.glob("result*.json")):
+            try:
+                results.append(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, json.JSONDecodeError):
+                pass  # a torn result file counts as no result
+        return Outcome(
+            returncode=returncode,
+            timed_out=timed_out,
+            wall_s=time.perf_counter() - self.started,
+            log=self.log_path.read_text(encoding="utf-8", errors="replace"),
+            results=results,
+            launcher=self.launcher,
+        )
+
+
+def run_jobs(jobs: list[Job], parallel: int = 1) -> Iterator[tuple[Job, Outcome]]:
+    """Run jobs, at most ``parallel`` at a time; yield (job, outcome) in the order given."""
+    method = start_method()
+    pending = list(enumerate(jobs))
+    running: dict[int, _Child] = {}
+    finished: dict[int, Outcome] = {}
+    next_to_yield = 0
+    try:
+        while next_to_yield < len(jobs):
+            while pending and len(running) < max(1, parallel):
+                index, job = pending.pop(0)
+                running[index] = _Child(job, method)
+            for index, child in list(running.items()):
+                returncode = child.poll()
+                if returncode is not None:
+                    finished[index] = child.outcome(returncode, timed_out=False)
+                elif time.perf_counter() > child.deadline:
+                    finished[index] = child.outcome(child.kill(), timed_out=True)
+                else:
+                    continue
+                del running[index]
+            while next_to_yield in finished:
+                yield jobs[next_to_yield], finished.pop(next_to_yield)
+                next_to_yield += 1
+            if running:
+                time.sleep(POLL_SECONDS)
+    finally:  # interrupted (Ctrl-C, an error): leave no child behind
+        for child in running.values():
+            child.kill()
+
+
+def _set_process_group(pid: int) -> None:
+    try:
+        os.setpgid(pid, pid)
+    except (PermissionError, ProcessLookupError):
+        pass  # the other side of the fork already did it, or the child is gone
+
+
+def _with_repo_root(pythonpath: str | None) -> str:
+    return os.pathsep.join(filter(None, [str(REPO_ROOT), pythonpath]))
