@@ -1,0 +1,105 @@
+"""case.toml validation: every mistake is a clear CaseError naming the file and the problem."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.cases import CaseError, case_names, load_case
+
+GOOD = """
+title = "t"
+summary = "s"
+project = "p"
+issue = "https://example.invalid/1"
+
+[[variant]]
+name = "broken"
+script = "broken.py"
+expect = "error"
+error = "RuntimeError"
+message = 'Input type \\(c10::Half\\) and bias type \\(float\\)'
+
+  [[variant.when]]
+  torch = "<2.1"
+  device = "cuda"
+  message = 'old text'
+
+[[variant]]
+name = "fixed"
+script = "fixed.py"
+expect = "pass"
+requires = { cuda = true, gpus = 2, packages = { transformers = ">=5" }, reason = "why" }
+"""
+
+
+def make_case(tmp_path, toml: str, scripts=("broken.py", "fixed.py")):
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / "case.toml").write_text(toml, encoding="utf-8")
+    for script in scripts:
+        (folder / script).write_text("", encoding="utf-8")
+    return tmp_path
+
+
+def test_good_case_loads(tmp_path):
+    case = load_case("demo", make_case(tmp_path, GOOD))
+    broken, fixed = case.variants
+    assert broken.expectation.message_matches("Input type (c10::Half) and bias type (float) should")
+    assert fixed.requires.cuda and fixed.requires.gpus == 2
+    assert fixed.requires.packages["transformers"].contains("5.23.0")
+
+
+def test_when_entries_pick_the_expectation_by_version_and_device(tmp_path):
+    broken = load_case("demo", make_case(tmp_path, GOOD)).variants[0]
+    old_cuda = broken.expectation_for({"torch": "2.0.1"}, "cuda")
+    assert old_cuda.messages == ("old text",)
+    assert old_cuda.error == "RuntimeError"  # inherited from the base expectation
+    assert broken.expectation_for({"torch": "2.0.1"}, "cpu") == broken.expectation
+    assert broken.expectation_for({"torch": "2.13.0"}, "cuda") == broken.expectation
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        (("expect = \"pass\"", "expect = \"passes\""), "expect must be one of"),
+        (("error = \"RuntimeError\"\n", ""), "needs both 'error' (type) and 'message'"),
+        (("message = 'Input", "message = '(Input"), "bad regular expression"),
+        (("script = \"fixed.py\"", "script = \"missing.py\""), "does not exist"),
+        (("name = \"fixed\"", "name = \"broken\""), "variant names must be unique"),
+        (("torch = \"<2.1\"", "torch = \"two\""), "is not a version specifier"),
+        (("device = \"cuda\"", "device = \"tpu\""), "device must be 'cpu' or 'cuda'"),
+        (("title = \"t\"", "titel = \"t\""), "unknown key(s) ['titel']"),
+        (("gpus = 2", "gpus = -1"), "gpus a whole number"),
+        (("expect = \"pass\"", "expect = \"pass\"\nmessage = 'x'"), "takes no error, message"),
+        (("issue = \"https://example.invalid/1\"", ""), "'issue' is required"),
+    ],
+)
+def test_malformed_metadata_is_a_clear_error(tmp_path, change, complaint):
+    old, new = change
+    assert old in GOOD
+    with pytest.raises(CaseError, match="demo") as caught:
+        load_case("demo", make_case(tmp_path, GOOD.replace(old, new, 1)))
+    assert complaint in str(caught.value)
+
+
+def test_a_case_needs_a_broken_and_a_fixed_variant(tmp_path):
+    only_broken = GOOD.split('[[variant]]\nname = "fixed"')[0]
+    with pytest.raises(CaseError, match="at least one variant with expect = 'pass'"):
+        load_case("demo", make_case(tmp_path, only_broken))
+
+
+def test_invalid_toml_and_missing_metadata(tmp_path):
+    with pytest.raises(CaseError, match="not valid TOML"):
+        load_case("demo", make_case(tmp_path, "title = "))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CaseError, match="no case.toml"):
+        load_case("empty", tmp_path)
+
+
+def test_every_case_in_the_repo_loads():
+    names = case_names()
+    assert "minicpm" in names
+    for name in names:
+        case = load_case(name)
+        assert any(v.expectation.expect == "error" for v in case.variants)
+        assert case.issue.startswith("https://github.com/")
