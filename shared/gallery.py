@@ -18,33 +18,32 @@ import textwrap
 import time
 from pathlib import Path
 
-from shared.cases import (
-    CASES_DIR,
-    REPO_ROOT,
-    VERSIONED_PACKAGES,
-    Case,
-    CaseError,
-    case_names,
-    load_case,
+INSTALL_HINT = (
+    "install the pinned set (pyproject.toml, group 'cases'): let nox do it (drop --no-venv), "
+    "or offline: pip install --no-index --find-links WHEELS_DIR <the pinned packages>"
 )
-from shared.runner import Job, preload, run_jobs, start_method
-from shared.verdicts import (
-    EXPECTED_KINDS,
-    SKIPPED,
-    Platform,
-    Verdict,
-    judge,
-    skip_reason,
-)
+
+try:
+    from shared.cases import (
+        CASES_DIR,
+        REPO_ROOT,
+        VERSIONED_PACKAGES,
+        Case,
+        CaseError,
+        case_names,
+        load_case,
+    )
+    from shared.runner import Job, preload, run_jobs, start_method
+    from shared.verdicts import EXPECTED_KINDS, SKIPPED, Platform, Verdict, judge, skip_reason
+except ModuleNotFoundError as missing:  # e.g. `nox --no-venv` in an environment without them
+    print(f"gallery: error: {missing.name} is not installed for {sys.executable}; {INSTALL_HINT}",
+          file=sys.stderr)  # fmt: skip
+    sys.exit(2)
 
 REPORT_DIR = REPO_ROOT / ".gallery" / "runs"
 KIND_WIDTH, NAME_WIDTH = 14, 26
 # The gallery needs all of these; a missing one is a clear error before anything runs.
 REQUIRED_PACKAGES = VERSIONED_PACKAGES
-INSTALL_HINT = (
-    "install the pinned set (pyproject.toml, group 'cases'), e.g. `nox -s case-minicpm` "
-    "without --no-venv, or offline: pip install --no-index --find-links WHEELS_DIR <packages>"
-)
 
 
 def main(argv: list[str] | None = None) -> int:
