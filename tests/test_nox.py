@@ -1,0 +1,58 @@
+"""The nox layer: sessions generated from cases/, --no-venv in an environment that has it all."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+from shared.cases import case_names
+
+
+def nox(*args: str) -> subprocess.CompletedProcess:
+    # `python` inside a --no-venv session must be this interpreter, the one with the packages.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "nox", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": path},
+        timeout=600,
+    )
+
+
+def test_every_case_folder_is_a_tagged_session():
+    listing = nox("-l", "-t", "cases")
+    assert listing.returncode == 0, listing.stderr
+    for name in case_names():
+        assert f"case-{name} [cases]" in listing.stdout
+
+
+def test_no_venv_runs_a_case_in_this_environment():
+    run = nox("--no-venv", "-s", "case-minicpm")
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    assert "no virtualenv (--no-venv): installing nothing" in output
+    assert "REPRODUCED     broken " in output
+    assert "gallery: OK" in output
+
+
+def test_unknown_session_fails():
+    run = nox("--no-venv", "-s", "case-no-such-case")
+    assert run.returncode != 0
+    assert "case-no-such-case" in run.stdout + run.stderr
+
+
+def test_missing_packages_are_a_clear_error():
+    # -S: no site-packages, as in an environment without the pinned set.
+    run = subprocess.run(
+        [sys.executable, "-S", "-m", "shared.gallery", "run", "minicpm"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert "is not installed for" in run.stderr
+    assert "pip install --no-index --find-links" in run.stderr
