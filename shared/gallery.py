@@ -33,7 +33,8 @@ try:
         case_names,
         load_case,
     )
-    from shared.runner import Job, preload, run_jobs, start_method
+    from shared.distributed import torchrun_ranks
+    from shared.runner import Job, preload, probe_cuda, run_jobs, start_method
     from shared.verdicts import EXPECTED_KINDS, SKIPPED, Platform, Verdict, judge, skip_reason
 except ModuleNotFoundError as missing:  # e.g. `nox --no-venv` in an environment without them
     print(f"gallery: error: {missing.name} is not installed for {sys.executable}; {INSTALL_HINT}",
@@ -66,15 +67,18 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    return run(cases, parallel=args.jobs, report_dir=args.report_dir)
+    return run(cases, args.jobs, args.report_dir, require_cuda=args.require_cuda)
 
 
-def run(cases: list[Case], parallel: int, report_dir: Path) -> int:
+def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool = False) -> int:
     started = time.perf_counter()
     method = start_method()
     if method == "fork":
         preload(_model_modules(cases))
     platform = _platform()
+    if require_cuda and not platform.cuda_devices:
+        print("gallery: error: --require-cuda, but no CUDA GPU is visible here", file=sys.stderr)
+        return 2
     _print_header(platform, method, time.perf_counter() - started, parallel)
 
     verdicts: dict[str, list[tuple[str, Verdict]]] = {case.name: [] for case in cases}
@@ -88,7 +92,10 @@ def run(cases: list[Case], parallel: int, report_dir: Path) -> int:
                 verdicts[case.name].append((variant.name, Verdict(SKIPPED, reason)))
             else:
                 job_dir = work_root / case.name / variant.name
-                jobs.append(Job(case, variant, job_dir, threads))
+                ranks = 1
+                if variant.launcher == "torchrun":
+                    ranks = torchrun_ranks(variant.ranks, platform.cuda_devices)
+                jobs.append(Job(case, variant, job_dir, threads, ranks))
                 verdicts[case.name].append((variant.name, None))  # filled in below
 
     results = run_jobs(jobs, parallel)
@@ -116,6 +123,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--jobs", type=int, default=os.cpu_count() or 1, help="variants run at once"
     )
     parser.add_argument("--report-dir", type=Path, default=REPORT_DIR, help="JSON reports")
+    parser.add_argument(
+        "--require-cuda", action="store_true", help="refuse to run without a CUDA GPU"
+    )
     parser.add_argument("--cases-dir", type=Path, default=CASES_DIR, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.jobs < 1:
@@ -136,13 +146,7 @@ def _model_modules(cases: list[Case]) -> list[str]:
 
 def _platform() -> Platform:
     versions = {name: _version(name) for name in VERSIONED_PACKAGES}
-    cuda_devices = 0
-    if versions["torch"]:
-        import torch
-
-        # NVML-based count: does not initialise CUDA, so forked children can still use it.
-        cuda_devices = torch.cuda.device_count()
-    return Platform(versions=versions, cuda_devices=cuda_devices)
+    return Platform(versions=versions, cuda_device_names=tuple(probe_cuda()))
 
 
 def _version(package: str) -> str | None:
@@ -158,7 +162,8 @@ def _print_header(platform: Platform, method: str, preload_s: float, parallel: i
     )
     print(f"Python {python_platform.python_version()} | {packages}")
     if platform.cuda_devices:
-        print(f"devices: {platform.cuda_devices} CUDA GPU(s): variants run on CUDA")
+        names = ", ".join(platform.cuda_device_names)
+        print(f"devices: {platform.cuda_devices} CUDA GPU(s) ({names}): variants run on CUDA")
     else:
         print("devices: no CUDA GPU: variants run on the CPU; CUDA-only ones are SKIPPED")
     how = f"forked from one parent (imports took {preload_s:.1f} s)" if method == "fork" else (
@@ -212,7 +217,7 @@ def _write_report(
         "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "python": python_platform.python_version(),
         "versions": platform.versions,
-        "cuda_devices": platform.cuda_devices,
+        "cuda_devices": list(platform.cuda_device_names),
         "variants": [
             {
                 "variant": name,

@@ -42,7 +42,7 @@ class Outcome:
     wall_s: float = 0.0
     log: str = ""
     results: list[dict] = field(default_factory=list)  # one per process (rank), may be empty
-    launcher: str = "python"
+    ranks: int = 1  # processes that should each have written a result
 
     @property
     def signal_name(self) -> str | None:
@@ -57,6 +57,7 @@ class Job:
     variant: Variant
     work_dir: Path
     threads: int = 1
+    ranks: int = 1  # torchrun variants: processes to launch (see shared.distributed)
 
 
 def start_method() -> str:
@@ -75,6 +76,42 @@ def preload(case_modules: Iterable[str] = ()) -> None:
             pass  # a missing library is reported by the variant that needs it
 
 
+def probe_cuda() -> list[str]:
+    """Names of the visible CUDA GPUs, asked in a child process.
+
+    The parent must never initialise CUDA: a child forked after that could not use the GPU.
+    """
+    if start_method() == "spawn":
+        code = "import json; from shared.runner import _cuda_names; print(json.dumps(_cuda_names()))"
+        names = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True
+        ).stdout
+        return json.loads(names)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            os.write(write_end, json.dumps(_cuda_names()).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        names = pipe.read()
+    os.waitpid(pid, 0)
+    return json.loads(names or b"[]")
+
+
+def _cuda_names() -> list[str]:
+    try:
+        import torch
+    except ImportError:
+        return []
+    if not torch.cuda.is_available():
+        return []
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+
+
 class _Child:
     """A started child: a forked pid or a spawned Popen, polled the same way."""
 
@@ -88,8 +125,7 @@ class _Child:
         self.tmp_dir.mkdir(parents=True)
         self.started = time.perf_counter()
         self.deadline = self.started + job.variant.timeout
-        self.launcher = job.variant.launcher
-        if self.launcher == "torchrun" or method == "spawn":
+        if job.variant.launcher == "torchrun" or method == "spawn":
             self.process: subprocess.Popen | None = self._spawn()
             self.pid = self.process.pid
         else:
@@ -98,10 +134,10 @@ class _Child:
 
     def _spawn(self) -> subprocess.Popen:
         script = str(self.job.variant.script)
-        if self.launcher == "torchrun":
+        if self.job.variant.launcher == "torchrun":
             command = [
                 sys.executable, "-m", "torch.distributed.run", "--standalone",
-                f"--nproc-per-node={self.job.variant.ranks}",
+                f"--nproc-per-node={self.job.ranks}",
                 "-m", "shared.executor", script, str(self.result_path),
             ]  # fmt: skip
         else:
@@ -176,7 +212,7 @@ class _Child:
             wall_s=time.perf_counter() - self.started,
             log=self.log_path.read_text(encoding="utf-8", errors="replace"),
             results=results,
-            launcher=self.launcher,
+            ranks=self.job.ranks,
         )
 
 

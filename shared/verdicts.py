@@ -41,7 +41,11 @@ class Platform:
     """The facts requirements and version-dependent expectations are judged against."""
 
     versions: dict[str, str | None]
-    cuda_devices: int
+    cuda_device_names: tuple[str, ...] = ()
+
+    @property
+    def cuda_devices(self) -> int:
+        return len(self.cuda_device_names)
 
     @property
     def default_device(self) -> str:
@@ -69,8 +73,7 @@ def judge(variant: Variant, outcome: Outcome, platform: Platform) -> Verdict:
             f"no result within {variant.timeout:g} s; killed it and every process it started",
             outcome,
         )
-    expected_results = variant.ranks if outcome.launcher == "torchrun" else 1
-    if len(outcome.results) < expected_results:
+    if len(outcome.results) < outcome.ranks:
         how = (
             f"died by {outcome.signal_name}"
             if outcome.signal_name
@@ -78,7 +81,7 @@ def judge(variant: Variant, outcome: Outcome, platform: Platform) -> Verdict:
         )
         return _verdict(
             CRASHED,
-            f"{how} before writing a result ({len(outcome.results)} of {expected_results})",
+            f"{how} before writing a result ({len(outcome.results)} of {outcome.ranks})",
             outcome,
         )
     verdicts = [_judge_one(variant, result, outcome, platform) for result in outcome.results]
@@ -115,7 +118,7 @@ def _judge_one(variant: Variant, result: dict, outcome: Outcome, platform: Platf
             "ran clean but checked nothing: a fixed variant must compare its output with a "
             "float32 reference (shared.checks.compare_to_reference) or check_that(...)",
         )
-    if outcome.launcher == "python" and outcome.returncode not in (0, None):
+    if outcome.ranks == 1 and outcome.returncode not in (0, None):
         return verdict(CRASHED, f"recorded a clean run, then exited with code {outcome.returncode}")
     return verdict(PASSED, "; ".join(_check_text(check) for check in result["checks"]))
 
