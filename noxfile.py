@@ -3,6 +3,7 @@
 - `case-<name>`: one per folder under cases/ (tag `cases`; `nox -t cases` runs the gallery).
 - `cases`: every case in one run (shares the library imports: the fastest full run).
 - `tests`: the test suite.
+- `benchmark`: time the gallery against a bare import of its libraries (not run by default).
 
 Pins live in pyproject.toml's dependency groups. With `--no-venv` nothing is installed: the
 current environment must already hold the packages (offline GPU boxes, containers).
@@ -60,6 +61,13 @@ for _name in CASE_NAMES:
 def cases(session: nox.Session) -> None:
     """Run every case in one gallery run."""
     run_gallery(session, "--all")
+
+
+@nox.session(default=False)
+def benchmark(session: nox.Session) -> None:
+    """Time the gallery against the floor of one bare import; print ratios and targets."""
+    install_group(session, "nox")
+    session.run("python", "-m", "shared.benchmark", *session.posargs)
 
 
 @nox.session

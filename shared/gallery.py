@@ -74,7 +74,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
     started = time.perf_counter()
     method = start_method()
     if method == "fork":
-        preload(_model_modules(cases))
+        preload(variant.script for case in cases for variant in case.variants)
     platform = _platform()
     if require_cuda and not platform.cuda_devices:
         print("gallery: error: --require-cuda, but no CUDA GPU is visible here", file=sys.stderr)
@@ -131,17 +131,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     return args
-
-
-def _model_modules(cases: list[Case]) -> list[str]:
-    """The non-variant modules of each case folder (its tiny models), to import once."""
-    modules = []
-    for case in cases:
-        scripts = {variant.script for variant in case.variants}
-        for path in sorted(case.folder.glob("*.py")):
-            if path not in scripts and path.name != "__init__.py":
-                modules.append(f"cases.{case.name}.{path.stem}")
-    return modules
 
 
 def _platform() -> Platform:

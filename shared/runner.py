@@ -11,6 +11,7 @@ Each child leads its own process group, so a timeout kills everything it started
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
@@ -29,7 +30,7 @@ from shared.cases import REPO_ROOT, Case, Variant
 
 START_METHOD_VARIABLE = "GALLERY_START"
 POLL_SECONDS = 0.02
-# Imported once in the parent so that forked children share them (see issue: speed).
+# Imported once in the parent so that forked children share them, whatever the cases import.
 PRELOAD = ("torch", "transformers", "diffusers", "peft", "accelerate")
 
 
@@ -67,13 +68,37 @@ def start_method() -> str:
     return wanted
 
 
-def preload(case_modules: Iterable[str] = ()) -> None:
-    """Import the libraries (and the cases' model modules) once, before forking children."""
-    for name in (*PRELOAD, *case_modules):
+def preload(scripts: Iterable[Path]) -> None:
+    """Import the libraries and everything the variant scripts import, once, before forking.
+
+    ``from transformers import Trainer`` is resolved too: transformers imports lazily, and the
+    attribute access is what pays for the import.
+    """
+    wanted = [(name, ()) for name in PRELOAD]
+    for script in scripts:
+        wanted += imports_of(script)
+    for module_name, attributes in wanted:
         try:
-            importlib.import_module(name)
-        except ImportError:
-            pass  # a missing library is reported by the variant that needs it
+            module = importlib.import_module(module_name)
+            for attribute in attributes:
+                getattr(module, attribute, None)
+        except Exception:  # noqa: BLE001 - the variant that needs it will report the failure
+            pass
+
+
+def imports_of(script: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """Top-level imports of a script, as (module, names imported from it)."""
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return []
+    imports = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            imports += [(alias.name, ()) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imports.append((node.module, tuple(alias.name for alias in node.names)))
+    return imports
 
 
 def probe_cuda() -> list[str]:
