@@ -3,6 +3,8 @@
 - `case-<name>`: one per folder under cases/ (tag `cases`; `nox -t cases` runs the gallery).
 - `cases`: every case in one run (shares the library imports: the fastest full run).
 - `tests`: the test suite.
+- `matrix`: every case against several library sets (pinned, latest, upstream eras, or a set
+  named on the command line); writes reports/matrix/ (not run by default).
 - `benchmark`: time the gallery against a bare import of its libraries (not run by default).
 
 Pins live in pyproject.toml's dependency groups. With `--no-venv` nothing is installed: the
@@ -11,6 +13,7 @@ current environment must already hold the packages (offline GPU boxes, container
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import nox
@@ -61,6 +64,46 @@ for _name in CASE_NAMES:
 def cases(session: nox.Session) -> None:
     """Run every case in one gallery run."""
     run_gallery(session, "--all")
+
+
+MATRIX_SETS = PYPROJECT["tool"]["gallery"]["matrix"]
+LIBRARY_SETS = ["pinned", *MATRIX_SETS, "custom"]
+
+
+@nox.session(default=False)
+@nox.parametrize("library_set", LIBRARY_SETS, ids=LIBRARY_SETS)
+def matrix(session: nox.Session, library_set: str) -> None:
+    """Run the cases against one library set; add its column to reports/matrix/."""
+    pinned = nox.project.dependency_groups(PYPROJECT, "cases")
+    if library_set == "pinned":
+        packages, cases = pinned, ["--all"]
+    elif library_set == "custom":
+        if not session.posargs:
+            session.skip("name a set to run it: nox -s matrix -- torch==2.16.0 transformers==5.30.0")
+        packages, cases = _override_pins(pinned, session.posargs), ["--all"]
+    else:
+        packages = MATRIX_SETS[library_set]["packages"]
+        named = MATRIX_SETS[library_set]["cases"]
+        cases = ["--all"] if named == "all" else named
+    if session.venv_backend == "none":
+        session.error("the matrix builds one environment per library set: run it without --no-venv")
+    session.install(*packages)
+    report_dir = ROOT / ".gallery" / "matrix" / library_set
+    shutil.rmtree(report_dir, ignore_errors=True)
+    # Exit 1 (anomalies) still leaves reports: collect them, then `collect` fails the session.
+    session.run(
+        "python", "-m", "shared.gallery", "run", *cases, "--report-dir", str(report_dir),
+        success_codes=[0, 1],
+    )  # fmt: skip
+    session.run("python", "-m", "shared.matrix", "collect", library_set, str(report_dir))
+
+
+def _override_pins(pinned: tuple[str, ...], requested: list[str]) -> list[str]:
+    """The pinned set with the packages the user named replaced by the user's requirements."""
+    from packaging.requirements import Requirement
+
+    named = {Requirement(spec).name.lower() for spec in requested}
+    return [p for p in pinned if Requirement(p).name.lower() not in named] + list(requested)
 
 
 @nox.session(default=False)

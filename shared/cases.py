@@ -35,6 +35,8 @@ class Requirements:
     cuda: bool = False
     gpus: int = 0
     packages: dict[str, SpecifierSet] = field(default_factory=dict)
+    # Floors that only hold on the CPU (e.g. CPU float16 kernels arrived later than CUDA ones).
+    cpu_packages: dict[str, SpecifierSet] = field(default_factory=dict)
     reason: str = ""
 
 
@@ -253,20 +255,18 @@ def _parse_condition(raw: dict, base: Expectation, where: str) -> Condition:
 def _parse_requirements(raw: dict, where: str) -> Requirements:
     if not isinstance(raw, dict):
         raise CaseError(f"{where}: must be a table")
-    _only_keys(raw, {"cuda", "gpus", "packages", "reason"}, where)
+    _only_keys(raw, {"cuda", "gpus", "packages", "cpu_packages", "reason"}, where)
     cuda = raw.get("cuda", False)
     gpus = raw.get("gpus", 0)
     if not isinstance(cuda, bool) or not isinstance(gpus, int) or gpus < 0:
         raise CaseError(f"{where}: cuda must be true/false and gpus a whole number")
-    packages = raw.get("packages", {})
-    if not isinstance(packages, dict):
-        raise CaseError(f"{where}: packages must be a table of name = 'specifier'")
-    return Requirements(
-        cuda=cuda or gpus > 0,
-        gpus=gpus,
-        packages={name: _specifier(spec, where) for name, spec in packages.items()},
-        reason=raw.get("reason", ""),
-    )
+    tables = {}
+    for key in ("packages", "cpu_packages"):
+        table = raw.get(key, {})
+        if not isinstance(table, dict):
+            raise CaseError(f"{where}: {key} must be a table of name = 'specifier'")
+        tables[key] = {name: _specifier(spec, where) for name, spec in table.items()}
+    return Requirements(cuda=cuda or gpus > 0, gpus=gpus, reason=raw.get("reason", ""), **tables)
 
 
 def _merge_requirements(case: Requirements, variant: Requirements) -> Requirements:
@@ -274,6 +274,7 @@ def _merge_requirements(case: Requirements, variant: Requirements) -> Requiremen
         cuda=case.cuda or variant.cuda,
         gpus=max(case.gpus, variant.gpus),
         packages={**case.packages, **variant.packages},
+        cpu_packages={**case.cpu_packages, **variant.cpu_packages},
         reason=variant.reason or case.reason,
     )
 

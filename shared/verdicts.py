@@ -59,10 +59,21 @@ def skip_reason(requires: Requirements, platform: Platform) -> str | None:
         return f"needs {requires.gpus} CUDA GPUs, found {platform.cuda_devices}{why}"
     if requires.cuda and not platform.cuda_devices:
         return f"needs CUDA, no CUDA device here{why}"
-    for name, spec in requires.packages.items():
-        version = platform.versions.get(name)
+    unmet = _unmet(requires.packages, platform.versions)
+    if unmet:
+        return unmet
+    if platform.default_device == "cpu":
+        unmet = _unmet(requires.cpu_packages, platform.versions)
+        if unmet:
+            return f"{unmet} on the CPU{why}"
+    return None
+
+
+def _unmet(packages: dict, versions: dict[str, str | None]) -> str | None:
+    for name, spec in packages.items():
+        version = versions.get(name)
         if version is None or not spec.contains(version, prereleases=True):
-            return f"needs {name}{spec}, found {version or 'none'}{why}"
+            return f"needs {name}{spec}, found {version or 'none'}"
     return None
 
 

@@ -103,3 +103,21 @@ def test_every_case_in_the_repo_loads():
         case = load_case(name)
         assert any(v.expectation.expect == "error" for v in case.variants)
         assert case.issue.startswith("https://github.com/")
+
+
+def test_cpu_only_floors_skip_on_the_cpu_only(tmp_path):
+    from shared.verdicts import Platform, skip_reason
+
+    toml = GOOD.replace(
+        'requires = { cuda = true, gpus = 2, packages = { transformers = ">=5" }, reason = "why" }',
+        'requires = { packages = { transformers = ">=5" }, cpu_packages = { torch = ">=2.3" }, '
+        'reason = "fp16 kernels" }',
+    )
+    requires = load_case("demo", make_case(tmp_path, toml)).variants[1].requires
+    old_torch = {"torch": "2.1.2", "transformers": "5.23.0"}
+    assert skip_reason(requires, Platform(old_torch)) == (
+        "needs torch>=2.3, found 2.1.2 on the CPU (fp16 kernels)"
+    )
+    assert skip_reason(requires, Platform(old_torch, cuda_device_names=("H100",))) is None
+    no_transformers = {"torch": "2.13.0", "transformers": None}
+    assert skip_reason(requires, Platform(no_transformers)) == "needs transformers>=5, found none"
