@@ -1,0 +1,47 @@
+"""OneTrainer float16 inpainting training, debug images, BROKEN: alphas_cumprod is float32.
+
+With the mask fixed, training runs; the debug path then turns each noise prediction back into
+an image: predicted latent = (noisy - sqrt(1 - a_t) * noise) / sqrt(a_t), with a_t taken from
+the scheduler's float32 ``alphas_cumprod`` (moved to the device only). Indexed by the batch's
+timesteps, a_t is a shaped tensor, so it promotes the float16 latents to float32 (a 0-dim one
+would not), and the float16 VAE's first op, post_quant_conv (1x1, with bias), raises:
+    RuntimeError: Input type (float) and bias type (c10::Half) should be the same
+"""
+
+import torch
+
+from cases.onetrainer.tiny_inpainting import (
+    generate_image_like,
+    load_images,
+    load_models,
+    predict_noise,
+    save_tiny_models,
+    training_batch,
+    training_scheduler,
+)
+from shared.checks import compare_to_reference, pick_device
+
+device = pick_device()
+checkpoints = save_tiny_models()  # tiny random weights, saved in float32
+
+
+def debug_images(dtype: torch.dtype) -> torch.Tensor:
+    """A training step's prediction in ``dtype``, decoded into the images it predicts."""
+    unet, vae = load_models(checkpoints, dtype, device)
+    image = load_images(dtype)
+    mask = generate_image_like(image, color=255, dtype=image.dtype)  # mask fixed: training runs
+    scheduler = training_scheduler()
+    batch = training_batch(vae, scheduler, image, mask, device)
+    with torch.no_grad():
+        predicted_noise = predict_noise(unet, batch)
+        alphas_cumprod = scheduler.alphas_cumprod.to(device)  # float32, as the scheduler has it
+        print(f"noise prediction: {predicted_noise.dtype}, alphas_cumprod: {alphas_cumprod.dtype}")
+        alpha = alphas_cumprod[batch["timesteps"]].reshape(-1, 1, 1, 1)
+        noisy = batch["noisy_latent"]
+        predicted_latent = (noisy - (1 - alpha).sqrt() * predicted_noise) / alpha.sqrt()
+        return vae.decode(predicted_latent / vae.config.scaling_factor).sample
+
+
+images = debug_images(torch.float16)
+reference = debug_images(torch.float32)
+compare_to_reference("debug images", images, reference, dtype=torch.float16, atol=2e-2, rtol=0)
