@@ -1,0 +1,44 @@
+"""InternLM-XComposer2-VL chat with an fp16 model, FIXED as the official examples do: autocast.
+
+The official chat examples wrap the call in CUDA autocast (today's spelling:
+`torch.amp.autocast("cuda")`, float16 by default; on the CPU `torch.autocast("cpu",
+dtype=torch.float16)`). Autocast runs each Linear in float16 whatever its input's dtype, so
+the float32 features no longer clash with the projector's float16 weights. The image and the
+features stay float32: autocast bridges the mix, it does not remove it.
+"""
+
+import torch
+
+from cases.xcomposer.tiny_xcomposer2 import (
+    TinyXComposer2,
+    example_image,
+    example_input_ids,
+    image_processor,
+    save_tiny_checkpoint,
+)
+from shared.checks import compare_to_reference, pick_device
+
+torch.set_grad_enabled(False)  # inference, as in the chat examples
+device = pick_device()
+checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32
+
+model = TinyXComposer2.from_pretrained(checkpoint, dtype=torch.float16).to(device)  # as documented
+image = image_processor()(example_image(), return_tensors="pt")["pixel_values"].to(device)
+input_ids = example_input_ids(device)
+
+# The root cause, visible before the chat step:
+print("image from the processor:", image.dtype)
+print("vision tower weights:", model.vit.vision_tower.dtype)
+print("vision features:", model.vit(image).dtype, "(handed back in the image's dtype)")
+print("vision_proj[0].weight:", model.vision_proj[0].weight.dtype)
+
+with torch.amp.autocast(device.type, dtype=torch.float16):  # the fix: the examples' autocast
+    logits = model(pixel_values=image, input_ids=input_ids).logits  # one chat step
+
+reference = TinyXComposer2.from_pretrained(checkpoint, dtype=torch.float32).to(device)
+compare_to_reference(
+    "LLM logits",
+    logits,
+    reference(pixel_values=image, input_ids=input_ids).logits,
+    dtype=torch.float16,
+)
