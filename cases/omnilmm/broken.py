@@ -1,0 +1,59 @@
+"""OmniLMM / MiniCPM-V-2 LoRA fine-tuning in float16, BROKEN: the vision tower stays on the CPU.
+
+The vision tower is kept in a plain Python list, so `model.to("cuda")` moves the LLM, the
+projector and the LoRA weights but not the tower. The batch is on CUDA; the embedding step
+casts the pixels with `.type(dtype)` (dtype only, the device stays) and the tower's Conv2d
+patch embedding (CPU weights) raises on its first call:
+    RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.HalfTensor) should
+    be the same
+Needs a GPU: on a CPU-only machine there is no other device to leave the tower behind on.
+"""
+
+import math
+
+import torch
+
+from cases.omnilmm.tiny_omnilmm import (
+    add_lora,
+    changed_parameters,
+    example_batch,
+    load_tiny_omnilmm,
+    lora_training_steps,
+    save_tiny_checkpoint,
+    snapshot,
+)
+from shared.checks import check_that, compare_to_reference, pick_device
+
+device = pick_device()
+checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32
+
+model = add_lora(load_tiny_omnilmm(checkpoint, dtype=torch.float16))  # as the fine-tune loads it
+model.to(device)  # the LLM, the projector and the LoRA weights; the list-held tower stays
+
+print("vision tower (list-held):", model.vpm.device, model.vpm.dtype)
+print("llm:", model.llm.device, model.llm.dtype)
+
+batch = example_batch(device)
+embedding = model.get_vllm_embedding(batch)  # what the fine-tune's compute_loss calls first
+
+reference = load_tiny_omnilmm(checkpoint, dtype=torch.float32)  # same weights, on the CPU
+compare_to_reference(
+    "vision+text embedding",
+    embedding,
+    reference.get_vllm_embedding(example_batch(torch.device("cpu"))),
+    dtype=torch.float16,
+)
+
+before = snapshot(model)
+losses = lora_training_steps(model, batch, steps=5)
+print("losses:", ", ".join(f"{loss:.4f}" for loss in losses))
+check_that("loss is finite", all(map(math.isfinite, losses)), f"{len(losses)} finite losses")
+check_that("loss decreases", losses[-1] < losses[0], f"{losses[0]:.4f} -> {losses[-1]:.4f}")
+changed = changed_parameters(model, before)
+lora = {name for name in before if "lora_" in name}
+check_that(
+    "only LoRA weights change",
+    changed == lora,
+    f"{len(changed)} of {len(before)} parameters changed (list-held tower counted), "
+    f"{len(changed & lora)} of them LoRA; LoRA weights: {len(lora)}",
+)

@@ -1,0 +1,37 @@
+"""The same blind spot with a dtype cast, FIXED: the tower is cast and moved explicitly.
+
+As broken_dtype.py, plus the fix: `model.vpm.to(device=..., dtype=torch.float16)` after the
+whole-model cast. The tower then runs in float16 on the device and the embedding matches a
+float32 reference of the same weights.
+"""
+
+import torch
+
+from cases.omnilmm.tiny_omnilmm import (
+    add_lora,
+    example_batch,
+    load_tiny_omnilmm,
+    save_tiny_checkpoint,
+)
+from shared.checks import compare_to_reference, pick_device
+
+device = pick_device()
+checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32
+
+model = add_lora(load_tiny_omnilmm(checkpoint, dtype=torch.float32))
+model.to(device=device, dtype=torch.float16)  # every registered weight; not the list-held tower
+model.vpm.to(device=device, dtype=torch.float16)  # the fix: cast and move the hidden tower too
+
+print("vision tower (list-held):", model.vpm.device, model.vpm.dtype)
+print("projector:", model.projector.weight.device, model.projector.weight.dtype)
+
+batch = example_batch(device)
+embedding = model.get_vllm_embedding(batch)
+
+reference = load_tiny_omnilmm(checkpoint, dtype=torch.float32)  # same weights, on the CPU
+compare_to_reference(
+    "vision+text embedding",
+    embedding,
+    reference.get_vllm_embedding(example_batch(torch.device("cpu"))),
+    dtype=torch.float16,
+)
