@@ -1,0 +1,325 @@
+"""Find where a dtype/device mismatch starts: audit a model's tensors, guard its calls.
+
+- :func:`audit` / :func:`format_audit`: every submodule's own parameters and buffers grouped
+  by (device, dtype), with the groups that differ from the rest of the model marked.
+- :class:`MismatchGuard`: while active, checks each module call's tensor inputs against that
+  module's own parameters, so the first module fed the wrong dtype or device is named before
+  the error surfaces deep inside torch.
+- :func:`as_record`: a mismatch as a JSON-serialisable dict, for the harness to store.
+
+Only public torch APIs (module hooks); nothing in torch or the libraries is patched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections import Counter
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+from torch.nn.modules.module import register_module_forward_pre_hook
+
+# The names torch uses for dtypes in its own errors ("got Float and BFloat16").
+TORCH_ERROR_NAMES = {
+    "float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16"
+}  # fmt: skip
+KEEP_IN_FP32_ATTRIBUTES = ("_keep_in_fp32_modules", "_keep_in_fp32_modules_strict")
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+# --- audit -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditRow:
+    """The direct tensors of one submodule that share a kind, device and dtype."""
+
+    module: str  # path as in model.named_modules(); "" is the model itself
+    kind: str  # "param" or "buffer"
+    device: str
+    dtype: str
+    names: tuple[str, ...]
+    elements: int
+    odd: bool = False  # (device, dtype) differs from the model's majority, for no stated reason
+    note: str = ""  # what differs, and why when the model says so (_keep_in_fp32_modules)
+
+
+def audit(model: nn.Module) -> list[AuditRow]:
+    """One row per (submodule, param/buffer, device, dtype) over each submodule's own tensors.
+
+    The majority is the (device, dtype) holding most floating-point elements. Rows differing
+    from it are noted; integer tensors (token ids, counters) are judged by device only. Rows
+    that are float32 where the model lists them in ``_keep_in_fp32_modules`` (transformers
+    keeps those float32 on purpose) are noted as such, not marked odd.
+    """
+    groups: dict[tuple, list[tuple[str, torch.Tensor]]] = {}
+    for path, module in model.named_modules():
+        for kind, tensors in (
+            ("param", module.named_parameters(recurse=False)),
+            ("buffer", module.named_buffers(recurse=False)),
+        ):
+            for name, tensor in tensors:
+                key = (path, kind, str(tensor.device), _dtype_name(tensor.dtype))
+                groups.setdefault(key, []).append((name, tensor))
+    rows = [
+        AuditRow(*key, tuple(name for name, _ in tensors), sum(t.numel() for _, t in tensors))
+        for key, tensors in groups.items()
+    ]
+    majority, kept_by = _majority(rows), _keep_in_fp32_entries(model)
+    return [dataclasses.replace(row, **_judge(row, majority, kept_by)) for row in rows]
+
+
+def _is_floating(dtype: str) -> bool:
+    return getattr(torch, dtype).is_floating_point
+
+
+def _majority(rows: list[AuditRow]) -> tuple[str, str]:
+    """The (device, dtype) with most floating-point elements (any elements if none)."""
+    elements: Counter = Counter()
+    for row in [row for row in rows if _is_floating(row.dtype)] or rows:
+        elements[row.device, row.dtype] += row.elements
+    return elements.most_common(1)[0][0] if elements else ("-", "-")
+
+
+def _keep_in_fp32_entries(model: nn.Module) -> dict[str, str]:
+    """Entry -> the attribute listing it, from the model and its PreTrainedModel parts."""
+    entries = {}
+    for module in model.modules():
+        for attribute in KEEP_IN_FP32_ATTRIBUTES:
+            entries.update(dict.fromkeys(getattr(module, attribute, None) or (), attribute))
+    return entries
+
+
+def _judge(row: AuditRow, majority: tuple[str, str], kept_by: dict[str, str]) -> dict:
+    """The row's ``odd`` and ``note``: what differs from the majority, and why if stated."""
+    majority_device, majority_dtype = majority
+    what, model = [], []
+    if _is_floating(row.dtype) and row.dtype != majority_dtype:
+        what.append(row.dtype)
+        model.append(majority_dtype)
+    if row.device != majority_device:
+        what.append(f"on {row.device}")
+        model.append(majority_device)
+    if not what:
+        return {}
+    seen = f"{' '.join(what)} in a {' '.join(model)} model"
+    # An entry names a module or tensor path: match it as whole dotted parts of every name.
+    listed_in = {
+        attribute
+        for entry, attribute in kept_by.items()
+        if all(f".{entry}." in f".{row.module}.{name}." for name in row.names)
+    }
+    if listed_in and row.dtype == "float32" and row.device == majority_device:
+        return {"note": f"{seen}: kept float32 on purpose by {' and '.join(sorted(listed_in))}"}
+    return {"odd": True, "note": f"odd: {seen}"}
+
+
+def format_audit(model: nn.Module, odd_only: bool = False) -> str:
+    """The audit as a text table; noted rows end with "<-- ...". ``odd_only``: noted rows."""
+    rows = audit(model)
+    total = sum(row.elements for row in rows)
+    device, dtype = _majority(rows)
+    lines = [
+        f"{type(model).__name__}: {total:,} elements in "
+        f"{sum(len(row.names) for row in rows)} tensors, mostly {dtype} on {device}"
+    ]
+    if kept_by := _keep_in_fp32_entries(model):
+        for attribute in KEEP_IN_FP32_ATTRIBUTES:
+            if listed := [entry for entry, by in kept_by.items() if by == attribute]:
+                lines.append(f"{attribute}: {', '.join(listed)}")
+    shown = [row for row in rows if row.note or not odd_only]
+    header = ("module", "kind", "device", "dtype", "elements", "tensors")
+    cells = [
+        (row.module or "(root)", row.kind, row.device, row.dtype, f"{row.elements:,}",
+         ", ".join(row.names))
+        for row in shown
+    ]  # fmt: skip
+    widths = [max(len(cell[i]) for cell in [header, *cells]) for i in range(len(header))]
+    for cell, row in zip([header, *cells], [None, *shown]):
+        line = "  ".join(text.ljust(width) for text, width in zip(cell, widths)).rstrip()
+        lines.append(f"{line}  <-- {row.note}" if row and row.note else line)
+    odd = sum(row.odd for row in rows)
+    lines.append(f"{odd} odd group{'s' * (odd != 1)} of {len(rows)}")
+    return "\n".join(lines)
+
+
+# --- guard -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Mismatch:
+    """A module called with a tensor whose dtype or device differs from its own parameters."""
+
+    module: str  # e.g. "TinyMiniCPMV.resampler.attn"
+    module_class: str
+    role: str  # the forward argument: "query", "hidden_states", "input 0", "batch['x']"
+    input_dtype: str
+    input_device: str
+    parameter: str
+    parameter_dtype: str
+    parameter_device: str
+
+    def describe(self) -> str:
+        """One line, with dtypes named as torch names them in its errors."""
+        return (
+            f"{self.module} ({self.module_class}): {self.role} "
+            f"{_error_name(self.input_dtype)} on {self.input_device} vs {self.parameter} "
+            f"{_error_name(self.parameter_dtype)} on {self.parameter_device}"
+        )
+
+
+def _error_name(dtype: str) -> str:
+    return TORCH_ERROR_NAMES.get(dtype, dtype)
+
+
+class DtypeDeviceMismatch(RuntimeError):
+    """Raised by ``MismatchGuard(raise_on_mismatch=True)`` at the first mismatch."""
+
+    def __init__(self, mismatch: Mismatch):
+        self.mismatch = mismatch
+        to_param, to_input = [], []
+        if mismatch.input_device != mismatch.parameter_device:
+            to_param.append(repr(mismatch.parameter_device))
+            to_input.append(repr(mismatch.input_device))
+        if mismatch.input_dtype != mismatch.parameter_dtype:
+            to_param.append(f"torch.{mismatch.parameter_dtype}")
+            to_input.append(f"torch.{mismatch.input_dtype}")
+        super().__init__(
+            f"{mismatch.describe()}. Cast the module or the input: "
+            f"module.to({', '.join(to_input)}) / input.to({', '.join(to_param)}); "
+            "format_audit(model) shows which tensors differ from the rest of the model."
+        )
+
+
+def as_record(mismatch: Mismatch) -> dict:
+    """The mismatch as plain JSON-serialisable data, with its one-line description."""
+    return {**dataclasses.asdict(mismatch), "description": mismatch.describe()}
+
+
+class MismatchGuard:
+    """Context manager: check every module call's tensor inputs against the module's own params.
+
+    A module is judged only if it has floating-point parameters of its own (``recurse=False``);
+    an input is a mismatch when its device, or (floating-point inputs only) its dtype, matches
+    none of them. Inputs are the positional and keyword arguments, one level into tuples, lists
+    and dicts. Not judged while autocast is enabled for the input's device type: autocast
+    mixes dtypes on purpose and casts the inputs inside the ops.
+
+    Module paths: give ``model`` to name its modules from the start ("TinyMiniCPMV.resampler.attn"
+    even when a method calls ``self.resampler`` directly). Other modules are named when first
+    called: a module called outside any named one is a root, named by its class, and its
+    submodules below it. (That first call is checked by torch's global pre-hook, which gets
+    positional arguments only; keyword arguments are seen from the next call on.)
+
+    ``raise_on_mismatch=False`` records: ``.mismatches`` (in call order) and ``.first``.
+    ``raise_on_mismatch=True`` raises :class:`DtypeDeviceMismatch` before the module runs.
+    """
+
+    def __init__(self, model: nn.Module | None = None, *, raise_on_mismatch: bool = False):
+        self.model = model
+        self.raise_on_mismatch = raise_on_mismatch
+        self.mismatches: list[Mismatch] = []
+        self._names: dict[nn.Module, str] = {}  # the modules that have our own hook
+        self._handles: list = []
+
+    @property
+    def first(self) -> Mismatch | None:
+        return self.mismatches[0] if self.mismatches else None
+
+    def __enter__(self) -> MismatchGuard:
+        # The global pre-hook sees every module but not keyword arguments, so it only finds
+        # new modules; each one found gets a per-module pre-hook that sees args and kwargs.
+        self._handles.append(register_module_forward_pre_hook(self._on_any_call))
+        if self.model is not None:
+            self._adopt(self.model)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self._names.clear()
+
+    def _on_any_call(self, module: nn.Module, args: tuple) -> None:
+        if module not in self._names:
+            self._adopt(module)
+            # Its new hook runs from the next call on: check this call's positional inputs.
+            self._check(module, args, {})
+
+    def _adopt(self, root: nn.Module) -> None:
+        for path, module in root.named_modules(prefix=type(root).__name__):
+            if module not in self._names:
+                self._names[module] = path
+                handle = module.register_forward_pre_hook(self._on_own_call, with_kwargs=True)
+                self._handles.append(handle)
+
+    def _on_own_call(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        self._check(module, args, kwargs)
+
+    def _check(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        params = [
+            (name, param)
+            for name, param in module.named_parameters(recurse=False)
+            if param.is_floating_point()
+        ]
+        if not params:
+            return
+        dtypes = {param.dtype for _, param in params}
+        devices = {param.device for _, param in params}
+        for role, tensor in _tensor_inputs(module, args, kwargs):
+            if _autocast_enabled(tensor.device.type):
+                continue
+            dtype_differs = tensor.is_floating_point() and tensor.dtype not in dtypes
+            if not dtype_differs and tensor.device in devices:
+                continue
+            # Name the first parameter that disagrees in what differs.
+            name, param = next(
+                (name, param)
+                for name, param in params
+                if param.device != tensor.device or (dtype_differs and param.dtype != tensor.dtype)
+            )
+            mismatch = Mismatch(
+                self._names[module], type(module).__name__, role,
+                _dtype_name(tensor.dtype), str(tensor.device),
+                name, _dtype_name(param.dtype), str(param.device),
+            )  # fmt: skip
+            if self.raise_on_mismatch:
+                raise DtypeDeviceMismatch(mismatch)
+            self.mismatches.append(mismatch)
+
+
+def _autocast_enabled(device_type: str) -> bool:
+    # is_autocast_enabled raises for device types autocast does not know (e.g. meta).
+    return torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)
+
+
+def _tensor_inputs(module: nn.Module, args: tuple, kwargs: dict) -> Iterator[tuple]:
+    """(role, tensor) for each tensor argument, one level into tuples, lists and dicts.
+
+    Roles are the forward's parameter names when the call binds to its signature, else
+    "input N" for positional arguments and the keyword for keyword arguments.
+    """
+    try:
+        signature = inspect.signature(module.forward)
+        bound = signature.bind_partial(*args, **kwargs).arguments
+        arguments = {}
+        for name, value in bound.items():
+            if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+                arguments.update(value)  # **kwargs: by their own names
+            else:
+                arguments[name] = value
+    except (TypeError, ValueError):  # no signature, or the call does not bind to it
+        arguments = {**{f"input {i}": arg for i, arg in enumerate(args)}, **kwargs}
+    for role, value in arguments.items():
+        if isinstance(value, torch.Tensor):
+            yield role, value
+        elif isinstance(value, (tuple, list, dict)):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(item, torch.Tensor):
+                    yield f"{role}[{key!r}]", item
