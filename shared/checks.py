@@ -22,9 +22,12 @@ DEFAULT_TOLERANCE = {
 def pick_device() -> torch.device:
     """CUDA when available (where the failures were documented), else the CPU."""
     if torch.cuda.is_available():
-        device, reason = torch.device("cuda"), torch.cuda.get_device_name(0)
-    else:
-        device, reason = torch.device("cpu"), "no CUDA device visible"
+        return record_device(torch.device("cuda"), torch.cuda.get_device_name(0))
+    return record_device(torch.device("cpu"), "no CUDA device visible")
+
+
+def record_device(device: torch.device, reason: str) -> torch.device:
+    """Say which device the variant runs on, and why; the verdict line shows it."""
     RECORD["device"], RECORD["device_reason"] = device.type, reason
     print(f"[device] {device.type} ({reason})")
     return device

@@ -8,6 +8,7 @@ frames it passed through) and its traceback printed, as Python would print it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import runpy
@@ -27,8 +28,10 @@ def execute(script: Path, result_path: Path) -> int:
     sys.path.insert(0, str(script.parent))
     started = time.perf_counter()
     outcome: dict = {"status": "clean", "exception": None}
+    guard = _mismatch_guard()
     try:
-        runpy.run_path(str(script), run_name="__main__")
+        with guard:
+            runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:
         if exc.code not in (None, 0):
             outcome = {"status": "raised", "exception": _describe(exc)}
@@ -41,9 +44,32 @@ def execute(script: Path, result_path: Path) -> int:
         device_reason=RECORD["device_reason"],
         checks=RECORD["checks"],
         rank=os.environ.get(RANK_VARIABLE),
+        culprit=_first_mismatch(guard),
     )
     result_path.write_text(json.dumps(outcome, indent=2), encoding="utf-8")
     return 0 if outcome["status"] == "clean" else 1
+
+
+def _mismatch_guard():
+    """Watch every module call for inputs whose dtype/device differ from the module's weights.
+
+    Record mode only: the variant's own error still happens in the library code; the guard
+    just names the module where the mismatch started (the "culprit").
+    """
+    try:
+        from shared.culprit import MismatchGuard
+    except ImportError:  # no torch here: nothing to watch
+        return contextlib.nullcontext()
+    return MismatchGuard()
+
+
+def _first_mismatch(guard) -> dict | None:
+    first = getattr(guard, "first", None)
+    if first is None:
+        return None
+    from shared.culprit import as_record
+
+    return as_record(first)
 
 
 def _describe(exc: BaseException) -> dict:

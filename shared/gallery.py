@@ -33,7 +33,7 @@ try:
         case_names,
         load_case,
     )
-    from shared.distributed import torchrun_ranks
+    from shared.distributed import rank_backend, torchrun_ranks
     from shared.runner import Job, preload, probe_cuda, run_jobs, start_method
     from shared.verdicts import EXPECTED_KINDS, SKIPPED, Platform, Verdict, judge, skip_reason
 except ModuleNotFoundError as missing:  # e.g. `nox --no-venv` in an environment without them
@@ -88,14 +88,15 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
     work_root = REPO_ROOT / ".gallery" / "work"
     for case in cases:
         for variant in case.variants:
-            reason = skip_reason(variant.requires, platform)
+            ranks, device = 1, platform.default_device
+            if variant.launcher == "torchrun":
+                ranks = torchrun_ranks(variant.ranks, platform.cuda_devices)
+                device = rank_backend(ranks, platform.cuda_devices)[1]
+            reason = skip_reason(variant.requires, platform, device)
             if reason:
                 verdicts[case.name].append((variant.name, Verdict(SKIPPED, reason)))
             else:
                 job_dir = work_root / case.name / variant.name
-                ranks = 1
-                if variant.launcher == "torchrun":
-                    ranks = torchrun_ranks(variant.ranks, platform.cuda_devices)
                 jobs.append(Job(case, variant, job_dir, threads, ranks))
                 verdicts[case.name].append((variant.name, None))  # filled in below
 
@@ -166,6 +167,8 @@ def _print_verdict(name: str, verdict: Verdict) -> None:
     seconds = f"{verdict.seconds:5.1f}s" if verdict.kind != SKIPPED else "     -"
     print(f"  {verdict.kind:<{KIND_WIDTH}} {name:<{NAME_WIDTH}} {verdict.device:<5} {seconds}  "
           f"{verdict.detail}")  # fmt: skip
+    if verdict.culprit:
+        print(f"  {'':<{KIND_WIDTH}} culprit: {verdict.culprit['description']}")
     if verdict.note:
         print(f"  {'':<{KIND_WIDTH}} note: {verdict.note}")
     if verdict.log_tail:
@@ -218,6 +221,7 @@ def _write_report(
                 "note": verdict.note,
                 "error": verdict.error,
                 "checks": verdict.checks,
+                "culprit": verdict.culprit,
             }
             for name, verdict in case_verdicts
         ],

@@ -29,6 +29,7 @@ class Verdict:
     note: str = ""
     error: dict | None = None  # the exception seen, as recorded by the executor
     checks: list[dict] = field(default_factory=list)
+    culprit: dict | None = None  # where the first dtype/device mismatch was seen (failures only)
     log_tail: str = ""
 
     @property
@@ -52,8 +53,8 @@ class Platform:
         return "cuda" if self.cuda_devices else "cpu"
 
 
-def skip_reason(requires: Requirements, platform: Platform) -> str | None:
-    """Why a variant cannot run here, or None if it can."""
+def skip_reason(requires: Requirements, platform: Platform, device: str = "") -> str | None:
+    """Why a variant cannot run here (on ``device``, default: the platform's), or None."""
     why = f" ({requires.reason})" if requires.reason else ""
     if requires.gpus > 1 and platform.cuda_devices < requires.gpus:
         return f"needs {requires.gpus} CUDA GPUs, found {platform.cuda_devices}{why}"
@@ -62,7 +63,7 @@ def skip_reason(requires: Requirements, platform: Platform) -> str | None:
     unmet = _unmet(requires.packages, platform.versions)
     if unmet:
         return unmet
-    if platform.default_device == "cpu":
+    if (device or platform.default_device) == "cpu":
         unmet = _unmet(requires.cpu_packages, platform.versions)
         if unmet:
             return f"{unmet} on the CPU{why}"
@@ -179,6 +180,7 @@ def _verdict(
         note=expectation.note if expectation else "",
         error=result.get("exception"),
         checks=result.get("checks", []),
+        culprit=result.get("culprit") if result.get("exception") else None,
         log_tail=tail if kind in ANOMALIES else "",
     )
 
