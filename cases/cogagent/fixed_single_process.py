@@ -1,0 +1,20 @@
+"""CogAgent chat as ONE process (no torchrun), FIXED with --fp16.
+
+The single-process twin of fixed.py: on a machine with a GPU it is the variant that runs the
+half model on CUDA (the torchrun variants need one GPU per rank for that).
+"""
+
+import torch
+
+from cases.cogagent.cli_demo import main, reference_logits
+from shared.checks import compare_to_reference
+
+answer = main(["--fp16"])  # python cli_demo.py --fp16
+
+compare_to_reference(
+    "answer logits",
+    answer.logits,
+    reference_logits(answer),
+    dtype=torch.float16,
+    atol=2e-3,  # the logits stay within +-0.5: tighter than the default
+)
