@@ -13,6 +13,7 @@ Only public torch APIs (module hooks); nothing in torch or the libraries is patc
 from __future__ import annotations
 
 import dataclasses
+import gc
 import inspect
 from collections import Counter
 from collections.abc import Iterator
@@ -224,6 +225,7 @@ class MismatchGuard:
         self.model = model
         self.raise_on_mismatch = raise_on_mismatch
         self.mismatches: list[Mismatch] = []
+        self._culprits: list[nn.Module] = []  # the module of each mismatch, for resolve_paths
         self._names: dict[nn.Module, str] = {}  # the modules that have our own hook
         self._handles: list = []
 
@@ -291,6 +293,28 @@ class MismatchGuard:
             if self.raise_on_mismatch:
                 raise DtypeDeviceMismatch(mismatch)
             self.mismatches.append(mismatch)
+            self._culprits.append(module)
+
+    def resolve_paths(self) -> None:
+        """Re-name the recorded mismatches by their path from the outermost model holding them.
+
+        A method such as ``vae.decode`` calls ``self.post_quant_conv`` directly, so the hooks
+        met the conv before (or without) its model and could only call it "Conv2d". Called while
+        the models are still alive, this finds each culprit's parents among the live modules.
+        """
+        parents: dict[nn.Module, tuple[nn.Module, str]] = {}
+        for candidate in gc.get_objects():
+            if isinstance(candidate, nn.Module):
+                for name, child in candidate.named_children():
+                    parents.setdefault(child, (candidate, name))
+        for index, module in enumerate(self._culprits):
+            path, seen = [], {module}
+            while module in parents and parents[module][0] not in seen:
+                module, name = parents[module]
+                path.insert(0, name)
+                seen.add(module)
+            full_path = ".".join([type(module).__name__, *path])
+            self.mismatches[index] = dataclasses.replace(self.mismatches[index], module=full_path)
 
 
 def _autocast_enabled(device_type: str) -> bool:

@@ -31,7 +31,11 @@ def execute(script: Path, result_path: Path) -> int:
     guard = _mismatch_guard()
     try:
         with guard:
-            runpy.run_path(str(script), run_name="__main__")
+            try:
+                runpy.run_path(str(script), run_name="__main__")
+            finally:  # while the variant's models are alive: full module paths
+                if hasattr(guard, "resolve_paths"):
+                    guard.resolve_paths()
     except SystemExit as exc:
         if exc.code not in (None, 0):
             outcome = {"status": "raised", "exception": _describe(exc)}

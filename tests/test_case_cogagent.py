@@ -59,3 +59,11 @@ def test_precision_flag_gives_answer_close_to_float32(report, name, dtype):
     assert check["label"] == "answer logits"
     assert check["dtype"] == dtype
     assert 0 < check["max_abs_err"] < check["atol"]
+
+
+@pytest.mark.parametrize("variant", ["broken", "broken_single_process"])
+def test_culprit_is_the_beit_embeddings(report, variant):
+    culprit = report[variant]["culprit"]
+    assert culprit["module"] == "TinyCogAgent.cross_vision.embeddings"
+    assert (culprit["role"], culprit["input_dtype"]) == ("pixel_values", "float16")
+    assert culprit["parameter_dtype"] == "float32"

@@ -75,3 +75,14 @@ def test_a_swapped_variant_fails_the_run(tmp_path, script, replacement, verdict)
     variant = script.removesuffix(".py")
     assert read_report(tmp_path, "minicpm")[variant]["verdict"] == verdict
     assert f"NOT AS DOCUMENTED: {variant} {verdict}" in run.stdout
+
+
+@pytest.mark.parametrize("variant", ["broken", "broken_trainer"])
+def test_culprit_is_the_resampler_attention(minicpm, variant):
+    run, report = minicpm
+    culprit = report[variant]["culprit"]
+    assert culprit["module"] == "TinyMiniCPMV.resampler.attn"
+    assert (culprit["role"], culprit["input_dtype"]) == ("query", "float32")
+    assert (culprit["parameter"], culprit["parameter_dtype"]) == ("in_proj_weight", "bfloat16")
+    assert f"culprit: {culprit['description']}" in run.stdout
+    assert all(report[fix]["culprit"] is None for fix in FIXES)

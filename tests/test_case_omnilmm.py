@@ -148,3 +148,9 @@ def test_the_list_hides_the_tower_from_module_machinery():
     model.half()
     assert model.projector.weight.dtype == torch.float16
     assert model.vpm.dtype == torch.float32  # `.half()` never saw it
+
+
+def test_culprit_of_the_dtype_pair_is_the_projector(report):
+    culprit = report["broken_dtype"]["culprit"]
+    assert culprit["module"] == "PeftModel.base_model.model.projector"
+    assert (culprit["input_dtype"], culprit["parameter_dtype"]) == ("float32", "float16")

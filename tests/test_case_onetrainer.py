@@ -116,3 +116,18 @@ def test_fixed_decode_matches_float32(report):
     images = numeric_checks(fixed)["debug images"]
     assert images["dtype"] == "float16"
     assert images["max_abs_err"] < images["atol"]
+
+
+@pytest.mark.parametrize(
+    ("variant", "module", "input_dtype", "weight_dtype"),
+    [
+        ("broken", "UNet2DConditionModel.time_embedding.linear_1", "float32", "float16"),
+        ("broken_sampling", "Conv2d", "float16", "float32"),  # the sampler's own erode kernel
+        ("broken_decode", "AutoencoderKL.post_quant_conv", "float32", "float16"),
+    ],
+)
+def test_culprit_names_where_the_mismatch_starts(report, variant, module, input_dtype, weight_dtype):
+    culprit = report[variant]["culprit"]
+    assert culprit["module"] == module
+    assert (culprit["input_dtype"], culprit["parameter_dtype"]) == (input_dtype, weight_dtype)
+    assert culprit["parameter"] == "weight"
