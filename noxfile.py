@@ -3,6 +3,7 @@
 - `case-<name>`: one per folder under cases/ (tag `cases`; `nox -t cases` runs the gallery).
 - `cases`: every case in one run (shares the library imports: the fastest full run).
 - `tests`: the test suite.
+- `gallery`: run every case, build the static site and check it in a headless browser.
 - `matrix`: every case against several library sets (pinned, latest, upstream eras, or a set
   named on the command line); writes reports/matrix/ (not run by default).
 - `benchmark`: time the gallery against a bare import of its libraries (not run by default).
@@ -64,6 +65,16 @@ for _name in CASE_NAMES:
 def cases(session: nox.Session) -> None:
     """Run every case in one gallery run."""
     run_gallery(session, "--all")
+
+
+@nox.session(default=False)
+def gallery(session: nox.Session) -> None:
+    """Run every case, build the static site (.gallery/site) and check it in headless Chromium."""
+    install_group(session, "cases")
+    install_group(session, "site")
+    session.run("python", "-m", "shared.gallery", "run", "--all")
+    session.run("python", "-m", "shared.site", "build")
+    session.run("python", "-m", "shared.site", "check")
 
 
 MATRIX_SETS = PYPROJECT["tool"]["gallery"]["matrix"]

@@ -1,0 +1,532 @@
+"""Static HTML site of the gallery: ``python -m shared.site build``, then ``... check``.
+
+build: an index with one card per case and a page per case (last verdicts, captured errors,
+measured errors, the broken -> fixed diff, the version matrix, when and where it was last
+verified, the README), from the case folders and the JSON reports. Every page links relatively,
+so the site works from file:// as well as from any static server.
+
+check: serves the built site on 127.0.0.1, loads every page in headless Chromium (Playwright),
+fails on console errors, page errors, failed requests and broken internal links, and saves a
+full-page screenshot of each page. Exits 0 when clean, 1 on problems, 2 when it cannot run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import difflib
+import functools
+import http.server
+import json
+import re
+import shutil
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    import jinja2
+    import markdown
+    import pygments
+    from markupsafe import Markup
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    from shared.cases import CASES_DIR, REPO_ROOT, Case, CaseError, case_names, load_case
+    from shared.verdicts import EXPECTED_KINDS, PASSED, REPRODUCED, SKIPPED
+except ModuleNotFoundError as missing:
+    print(f"site: error: {missing.name} is not installed for {sys.executable}; install the "
+          f"'site' group of pyproject.toml", file=sys.stderr)  # fmt: skip
+    sys.exit(2)
+
+TEMPLATES_DIR = Path(__file__).with_name("site_templates")
+DEFAULT_OUT = REPO_ROOT / ".gallery" / "site"
+DEFAULT_RUNS = REPO_ROOT / ".gallery" / "runs"
+DEFAULT_MATRIX = REPO_ROOT / "reports" / "matrix"
+DEFAULT_CUDA = REPO_ROOT / "reports" / "cuda"
+DEFAULT_SCREENSHOTS = REPO_ROOT / ".gallery" / "site-screenshots"
+# Written into every built site: `build` only ever wipes a folder that holds it.
+SITE_MARKER = ".gallery-site"
+# Case files copied next to the case page, so the README's relative links keep working.
+SOURCE_PATTERNS = ("*.py", "*.toml", "*.md")
+DIFF_CONTEXT_LINES = 5
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+BROWSER_HINT = (
+    "the check needs Debian's chromium and Python playwright: "
+    "`apt-get install -y chromium` and `pip install playwright` "
+    "(never `playwright install`: the system chromium is used)"
+)
+
+
+class SiteError(Exception):
+    """The site cannot be built or checked; the message says why."""
+
+
+# ---------------------------------------------------------------------------------------------
+# build
+
+
+@dataclass
+class RunSummary:
+    """What the index and a case page say about one recorded run."""
+
+    finished: str
+    device: str
+    versions: str
+    counts: list[tuple[str, int]]
+
+
+@dataclass
+class DiffRow:
+    """One row of the side-by-side diff; kind 'skip' stands for `skipped` unchanged lines."""
+
+    kind: str
+    old_number: int | None = None
+    old_line: Markup = Markup()
+    new_number: int | None = None
+    new_line: Markup = Markup()
+    skipped: int = 0
+
+
+@dataclass
+class MatrixTable:
+    variants: list[str]
+    rows: list[dict]  # {"set", "versions", "cells": {variant: matrix row}}
+
+
+@dataclass
+class CasePage:
+    case: Case
+    issue_label: str
+    last_run: RunSummary | None
+    cuda_run: RunSummary | None
+    variants: list[dict]  # {"name", "expected", "entry": report entry or None}
+    errors: list[dict]  # {"variant", "type", "message", "raised_in", "culprit"}
+    checks: list[dict]  # {"variant", **check}
+    matrix: MatrixTable | None
+    diff: list[DiffRow]
+    readme: Markup
+    files: list[str]
+
+
+def build(
+    out: Path,
+    runs_dir: Path = DEFAULT_RUNS,
+    matrix_dir: Path = DEFAULT_MATRIX,
+    cuda_dir: Path = DEFAULT_CUDA,
+    cases_dir: Path = CASES_DIR,
+) -> list[str]:
+    """Write the site into ``out`` (replacing an earlier build); return the pages written."""
+    cases = []
+    for name in case_names(cases_dir):
+        try:
+            cases.append(load_case(name, cases_dir))
+        except CaseError as exc:
+            print(f"site: warning: case {name!r} left out, its metadata does not load: {exc}",
+                  file=sys.stderr)  # fmt: skip
+    if not cases:
+        raise SiteError(f"no case under {cases_dir} loads; nothing to build")
+
+    pages = [
+        case_page(
+            case,
+            report=read_json(runs_dir / f"{case.name}.json"),
+            cuda_report=read_json(cuda_dir / f"{case.name}.json"),
+            matrix=read_json(matrix_dir / f"{case.name}.json"),
+        )
+        for case in cases
+    ]
+    _clear(out)
+    templates = _environment()
+    written = ["index.html"]
+    _write(out / "index.html", templates.get_template("index.html").render(root="", pages=pages))
+    for page in pages:
+        folder = out / page.case.name
+        html = templates.get_template("case.html").render(root="../", page=page)
+        _write(folder / "index.html", html)
+        for name in page.files:
+            shutil.copyfile(page.case.folder / name, folder / name)
+        written.append(f"{page.case.name}/index.html")
+    shutil.copyfile(TEMPLATES_DIR / "style.css", out / "style.css")
+    code_style = HtmlFormatter(style="friendly", nobackground=True).get_style_defs(".code")
+    _write(out / "pygments.css", code_style)
+    (out / SITE_MARKER).touch()
+    return written
+
+
+def case_page(
+    case: Case, report: dict | None, cuda_report: dict | None, matrix: list[dict] | None
+) -> CasePage:
+    entries = {entry["variant"]: entry for entry in (report or {}).get("variants", [])}
+    files = sorted(
+        {path.name for pattern in SOURCE_PATTERNS for path in case.folder.glob(pattern)}
+        - {"__init__.py"}
+    )
+    variants = [
+        {
+            "name": variant.name,
+            "script": variant.script.name if variant.script.name in files else "",
+            "expected": f"raises {variant.expectation.error}"
+            if variant.expectation.expect == "error"
+            else "passes",
+            "entry": entries.get(variant.name),
+        }
+        for variant in case.variants
+    ]
+    errors = [
+        captured_error(name, entry)
+        for name, entry in entries.items()
+        if entry.get("error") or entry.get("culprit")
+    ]
+    checks = [
+        {"variant": name, **check}
+        for name, entry in entries.items()
+        for check in entry.get("checks") or []
+    ]
+    return CasePage(
+        case=case,
+        issue_label=issue_label(case.issue),
+        last_run=run_summary(report),
+        cuda_run=run_summary(cuda_report),
+        variants=variants,
+        errors=errors,
+        checks=checks,
+        matrix=matrix_table(matrix, [v.name for v in case.variants]) if matrix else None,
+        diff=_case_diff(case.folder),
+        readme=_readme(case.folder / "README.md"),
+        files=files,
+    )
+
+
+_KIND_ORDER = {REPRODUCED: -3, PASSED: -2, SKIPPED: -1}  # anomalies after these
+
+
+def run_summary(report: dict | None) -> RunSummary | None:
+    if report is None:
+        return None
+    gpus = report.get("cuda_devices", 0)
+    versions = {"Python": report.get("python"), **report.get("versions", {})}
+    kinds = Counter(entry["verdict"] for entry in report.get("variants", []))
+    return RunSummary(
+        finished=format_time(report.get("finished", "")),
+        device=f"CUDA ({gpus} GPU{'s' if gpus > 1 else ''})" if gpus else "CPU",
+        versions=" · ".join(f"{name} {ver or 'not installed'}" for name, ver in versions.items()),
+        counts=sorted(kinds.items(), key=lambda item: _KIND_ORDER.get(item[0], 0)),
+    )
+
+
+def matrix_table(rows: list[dict], case_variants: list[str]) -> MatrixTable:
+    """Rows of {set, variant, verdict, message, versions} as a set x variant table."""
+    seen = [row["variant"] for row in rows]
+    variants = [v for v in case_variants if v in seen] + [
+        v for v in dict.fromkeys(seen) if v not in case_variants
+    ]
+    by_set: dict[str, dict] = {}
+    for row in rows:
+        entry = by_set.setdefault(row["set"], {"set": row["set"], "versions": "", "cells": {}})
+        entry["cells"][row["variant"]] = row
+        entry["versions"] = entry["versions"] or " · ".join(
+            f"{name} {version}" for name, version in row.get("versions", {}).items()
+        )
+    return MatrixTable(variants=variants, rows=list(by_set.values()))
+
+
+def captured_error(variant: str, entry: dict) -> dict:
+    """The error a variant raised, where, and the culprit tensor when the report names one."""
+    error = entry.get("error") or {}
+    return {
+        "variant": variant,
+        "type": error.get("type", ""),
+        "message": error.get("message", ""),
+        "raised_in": raise_site(error.get("frames", [])),
+        "culprit": (entry.get("culprit") or {}).get("description", ""),
+    }
+
+
+def raise_site(frames: list[str]) -> str:
+    """The innermost frame, site-packages prefix cut: where the error was raised."""
+    if not frames:
+        return ""
+    path, _, function = frames[-1].rpartition(":")
+    for marker in ("site-packages/", "dist-packages/"):
+        path = path.split(marker, 1)[-1]
+    return f"{path}:{function}"
+
+
+def issue_label(url: str) -> str:
+    """'issue #131' for a GitHub-style issue or pull request URL, else the URL itself."""
+    found = re.search(r"/(issues|pull)/(\d+)", url)
+    if not found:
+        return url
+    return f"{'issue' if found.group(1) == 'issues' else 'pull request'} #{found.group(2)}"
+
+
+def format_time(iso: str) -> str:
+    try:
+        moment = datetime.datetime.fromisoformat(iso)
+    except ValueError:
+        return iso or "unknown time"
+    if moment.tzinfo:
+        moment = moment.astimezone(datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M") + (" UTC" if moment.tzinfo else "")
+
+
+def side_by_side(old: str, new: str) -> list[DiffRow]:
+    """Changed hunks with context, each side highlighted by pygments, unchanged runs folded."""
+    old_lines, new_lines = _highlighted(old), _highlighted(new)
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    rows: list[DiffRow] = []
+    shown_until = 0  # old-side lines already shown or folded
+    for group in matcher.get_grouped_opcodes(DIFF_CONTEXT_LINES):
+        if group[0][1] > shown_until:
+            rows.append(DiffRow("skip", skipped=group[0][1] - shown_until))
+        for tag, i1, i2, j1, j2 in group:
+            for offset in range(max(i2 - i1, j2 - j1)):
+                i, j = i1 + offset, j1 + offset
+                rows.append(
+                    DiffRow(
+                        tag,
+                        old_number=i + 1 if i < i2 else None,
+                        old_line=old_lines[i] if i < i2 else Markup(),
+                        new_number=j + 1 if j < j2 else None,
+                        new_line=new_lines[j] if j < j2 else Markup(),
+                    )
+                )
+        shown_until = group[-1][2]
+    if shown_until < len(old_lines) and rows:
+        rows.append(DiffRow("skip", skipped=len(old_lines) - shown_until))
+    return rows
+
+
+def _highlighted(source: str) -> list[Markup]:
+    # nowrap output closes every span at the end of its line, so it splits cleanly per line.
+    html = pygments.highlight(source, PythonLexer(stripnl=False), HtmlFormatter(nowrap=True))
+    return [Markup(line) for line in html.splitlines()]
+
+
+def _case_diff(folder: Path) -> list[DiffRow]:
+    broken, fixed = folder / "broken.py", folder / "fixed.py"
+    if not (broken.is_file() and fixed.is_file()):
+        return []
+    return side_by_side(broken.read_text(encoding="utf-8"), fixed.read_text(encoding="utf-8"))
+
+
+def _readme(path: Path) -> Markup:
+    if not path.is_file():
+        return Markup()
+    text = path.read_text(encoding="utf-8")
+    return Markup(markdown.markdown(text, extensions=["fenced_code", "tables"]))
+
+
+def read_json(path: Path):
+    """The parsed file, or None when it does not exist."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as exc:
+        raise SiteError(f"{path}: not valid JSON: {exc}") from None
+
+
+def verdict_class(kind: str) -> str:
+    if kind in EXPECTED_KINDS:
+        return f"verdict {kind.lower()}"
+    return "verdict skipped" if kind == SKIPPED else "verdict anomaly"
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["verdict_class"] = verdict_class
+    return env
+
+
+def _clear(out: Path) -> None:
+    if out.exists() and any(out.iterdir()):
+        if not (out / SITE_MARKER).exists():
+            raise SiteError(f"{out} is not empty and not a site built here; not overwriting it")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# check
+
+
+def check(out: Path, screenshot_dir: Path = DEFAULT_SCREENSHOTS) -> list[str]:
+    """Load every page of the site in Chromium; return the problems found (empty: clean)."""
+    try:
+        from playwright.sync_api import Error as PlaywrightError
+        from playwright.sync_api import sync_playwright
+    except ModuleNotFoundError:
+        raise SiteError(
+            f"playwright is not installed for {sys.executable}; {BROWSER_HINT}"
+        ) from None
+    if not CHROMIUM.is_file():
+        raise SiteError(f"{CHROMIUM} not found; {BROWSER_HINT}")
+    pages = sorted(
+        (path.relative_to(out).as_posix() for path in out.rglob("*.html")),
+        key=lambda page: (page != "index.html", page),
+    )
+    if "index.html" not in pages:
+        raise SiteError(f"no index.html in {out}: build it first (python -m shared.site build)")
+    screenshot_dir.mkdir(parents=True, exist_ok=True)
+
+    problems: list[str] = []
+    links = LinkChecker()
+    with _serve(out) as base, sync_playwright() as playwright:
+        try:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        except PlaywrightError as exc:
+            raise SiteError(f"chromium did not start: {exc}; {BROWSER_HINT}") from None
+        for path in pages:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            _watch(page, path, base, problems)
+            try:
+                page.goto(base + path, wait_until="load")
+            except PlaywrightError as exc:
+                problems.append(f"{path}: did not load: {exc}")
+            else:
+                screenshot = screenshot_dir / f"{path.removesuffix('.html').replace('/', '__')}.png"
+                page.screenshot(path=screenshot, full_page=True)
+                problems += links.check(page, path, base)
+            page.close()
+            print(f"site: checked {path}")
+        browser.close()
+    for url, path in sorted(links.external.items()):
+        print(f"site: external link, not fetched: {url}  (on {path})")
+    return problems
+
+
+class LinkChecker:
+    """Checks each page's <a href> links: internal ones must answer HTTP 200 (asked once each);
+    external ones are only listed."""
+
+    def __init__(self) -> None:
+        self.status: dict[str, int] = {}
+        self.external: dict[str, str] = {}  # link -> the first page that has it
+
+    def check(self, page, path: str, base: str) -> list[str]:
+        problems = []
+        for href, url in page.eval_on_selector_all(
+            "a[href]", "links => links.map(a => [a.getAttribute('href'), a.href])"
+        ):
+            if href.startswith("/") and not href.startswith("//"):
+                problems.append(f"{path}: link {href!r} is absolute: it breaks from file://")
+            elif not url.startswith(base):
+                self.external.setdefault(url, path)
+            else:
+                target = url.split("#", 1)[0]
+                if target not in self.status:
+                    self.status[target] = page.request.get(target).status
+                if self.status[target] != 200:
+                    problems.append(f"{path}: broken link {href!r} (HTTP {self.status[target]})")
+        return problems
+
+
+def _watch(page, path: str, base: str, problems: list[str]) -> None:
+    """Record every console error, page error and failed request; fetch nothing from outside."""
+
+    def only_local(route) -> None:
+        if route.request.url.startswith(base):
+            route.continue_()
+        else:
+            problems.append(f"{path}: requests {route.request.url} from outside the site")
+            route.abort()
+
+    def failed(request) -> None:
+        if request.url.startswith(base):  # outside requests are reported by only_local
+            problems.append(f"{path}: request failed: {request.url} ({request.failure})")
+
+    page.route("**/*", only_local)
+    page.on("requestfailed", failed)
+    page.on("pageerror", lambda error: problems.append(f"{path}: page error: {error}"))
+    page.on("console", lambda message: message.type == "error" and problems.append(
+        f"{path}: console error: {message.text}"))  # fmt: skip
+    page.on("response", lambda response: response.status >= 400 and problems.append(
+        f"{path}: HTTP {response.status} for {response.url}"))  # fmt: skip
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args) -> None:  # the check reports what matters
+        pass
+
+
+@contextlib.contextmanager
+def _serve(directory: Path) -> Iterator[str]:
+    """Serve ``directory`` on a free port of 127.0.0.1; yield its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+# ---------------------------------------------------------------------------------------------
+# command line
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    try:
+        if args.command == "build":
+            pages = build(args.out, args.runs, args.matrix, args.cuda, args.cases_dir)
+            print(f"site: built {len(pages)} pages in {args.out}")
+            return 0
+        problems = check(args.out, args.screenshot)
+    except SiteError as exc:
+        print(f"site: error: {exc}", file=sys.stderr)
+        return 2
+    for problem in problems:
+        print(f"site: FAILED {problem}", file=sys.stderr)
+    if problems:
+        print(f"site: check FAILED: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"site: check OK; screenshots in {args.screenshot}")
+    return 0
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m shared.site", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("build", "check"))
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the site folder")
+    parser.add_argument("--runs", type=Path, default=DEFAULT_RUNS, help="gallery run reports")
+    parser.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="version matrices")
+    parser.add_argument("--cuda", type=Path, default=DEFAULT_CUDA, help="CUDA run reports")
+    parser.add_argument("--screenshot", type=Path, default=DEFAULT_SCREENSHOTS,
+                        help="where check saves a PNG per page")  # fmt: skip
+    parser.add_argument("--cases-dir", type=Path, default=CASES_DIR, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""The static site: built from the real minicpm case and synthetic reports, checked in Chromium."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from PIL import Image
+
+from shared import site
+
+FIX_LINE = "model.to(device=device, dtype=torch.bfloat16)"
+MESSAGE = "mat1 and mat2 must have the same dtype, but got Float and BFloat16"
+CULPRIT = (
+    "TinyMiniCPMV.resampler.attn (MultiheadAttention): query Float on cpu "
+    "vs in_proj_weight BFloat16 on cpu"
+)
+VERSIONS = {"torch": "2.13.0+cpu", "transformers": "5.23.0", "diffusers": "0.42.1",
+            "peft": "0.21.2", "accelerate": "1.15.0"}  # fmt: skip
+
+
+def variant_entry(name: str, verdict: str, **fields) -> dict:
+    """One variant of a report, in the shape shared.gallery._write_report writes."""
+    return {"variant": name, "verdict": verdict, "detail": f"{name} detail", "device": "cpu",
+            "seconds": 0.5, "note": "", "error": None, "checks": [], **fields}  # fmt: skip
+
+
+def report(cuda_devices: int = 0) -> dict:
+    error = {
+        "type": "RuntimeError",
+        "qualified_type": "builtins.RuntimeError",
+        "message": MESSAGE,
+        "frames": [
+            "/work/main/cases/minicpm/broken.py:<module>",
+            "/venv/lib/python3.11/site-packages/torch/nn/functional.py:_in_projection_packed",
+        ],
+    }
+    # as shared.culprit.as_record writes it, abridged
+    culprit = {"module": "TinyMiniCPMV.resampler.attn", "role": "query", "input_dtype": "float32",
+               "parameter": "in_proj_weight", "parameter_dtype": "bfloat16",
+               "description": CULPRIT}  # fmt: skip
+    embedding_check = {"label": "vision+text embedding", "dtype": "bfloat16",
+                       "max_abs_err": 0.0343, "atol": 0.05, "rtol": 0.05}  # fmt: skip
+    return {
+        "case": "minicpm",
+        "title": "MiniCPM-V-2: a float32 resampler table breaks bf16 fine-tuning",
+        "finished": "2026-01-02T03:04:05+00:00",
+        "python": "3.11.7",
+        "versions": VERSIONS,
+        "cuda_devices": cuda_devices,
+        "variants": [
+            variant_entry("broken", "REPRODUCED", error=error, culprit=culprit),
+            variant_entry("broken_trainer", "REPRODUCED", error=error),
+            variant_entry("control_trainer_forward", "SKIPPED", note="a note on the control"),
+            variant_entry("fixed", "PASSED", checks=[embedding_check]),
+            variant_entry("fixed_per_component", "PASSED", checks=[embedding_check]),
+            variant_entry("fixed_autocast", "FIX-FAILED", error=error),
+        ],
+    }
+
+
+MATRIX = [
+    {"set": "pinned", "variant": "broken", "verdict": "REPRODUCED", "message": "",
+     "versions": {"torch": "2.13.0"}},
+    {"set": "era-2024", "variant": "broken", "verdict": "NOT-REPRODUCED",
+     "message": "ran clean on the old set", "versions": {"torch": "2.1.2"}},
+]  # fmt: skip
+
+
+def write_json(path: Path, data) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def visible_text(html: str) -> str:
+    """The text a reader sees, whitespace collapsed (tags dropped, entities decoded)."""
+    parser = _Text()
+    parser.feed(html)
+    return " ".join("".join(parser.parts).split())
+
+
+@pytest.fixture(scope="module")
+def cases_dir(tmp_path_factory) -> Path:
+    """The real minicpm case, next to a half-written case whose case.toml does not load."""
+    cases = tmp_path_factory.mktemp("cases")
+    shutil.copytree(ROOT / "cases" / "minicpm", cases / "minicpm",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    (cases / "halfdone").mkdir()
+    (cases / "halfdone" / "case.toml").write_text('title = "only a title"\n', encoding="utf-8")
+    return cases
+
+
+@pytest.fixture(scope="module")
+def built(cases_dir, tmp_path_factory) -> Path:
+    reports = tmp_path_factory.mktemp("reports")
+    write_json(reports / "runs" / "minicpm.json", report())
+    write_json(reports / "cuda" / "minicpm.json", report(cuda_devices=1))
+    write_json(reports / "matrix" / "minicpm.json", MATRIX)
+    out = reports / "site"
+    site.build(out, reports / "runs", reports / "matrix", reports / "cuda", cases_dir)
+    return out
+
+
+def page_html(out: Path, page: str) -> str:
+    return (out / page).read_text(encoding="utf-8")
+
+
+def test_index_card_shows_the_last_run(built):
+    text = visible_text(page_html(built, "index.html"))
+    assert "2 REPRODUCED 2 PASSED 1 SKIPPED 1 FIX-FAILED" in text
+    assert MESSAGE in text  # the symptom
+    assert "upstream: OpenBMB/MiniCPM-V, issue #131" in text
+    assert "last run on CPU, finished 2026-01-02 03:04 UTC" in text
+    html = page_html(built, "index.html")
+    assert 'href="https://github.com/OpenBMB/MiniCPM-V/issues/131"' in html
+    assert 'href="minicpm/index.html"' in html
+
+
+def test_case_page_shows_readme_diff_errors_and_measured_error(built):
+    html = page_html(built, "minicpm/index.html")
+    text = visible_text(html)
+    assert "<h1>minicpm — MiniCPM-V-2's resampler breaks bf16 fine-tuning</h1>" in html
+    assert "<table>" in html  # the README's variant table, through the tables extension
+    new_side = [visible_text(cell) for cell in re.findall(r'<td class="new">(.*?)</td>', html)]
+    assert any(FIX_LINE in line for line in new_side), new_side
+    assert f"broken raised RuntimeError in torch/nn/functional.py:_in_projection_packed {MESSAGE}" \
+        in text  # fmt: skip
+    assert f"culprit {CULPRIT}" in text
+    assert "fixed vision+text embedding bfloat16 3.4e-02 0.05" in text
+    assert "note: a note on the control" in text
+    assert "last verified 2026-01-02 03:04 UTC · CPU Python 3.11.7 · torch 2.13.0+cpu" in text
+    assert "last verified on CUDA 2026-01-02 03:04 UTC · CUDA (1 GPU)" in text
+
+
+def test_matrix_is_a_set_by_variant_table(built):
+    text = visible_text(page_html(built, "minicpm/index.html"))
+    assert "Version matrix set broken pinned torch 2.13.0 REPRODUCED" in text
+    assert "era-2024 torch 2.1.2 NOT-REPRODUCED ran clean on the old set" in text
+
+
+def test_a_case_that_does_not_load_is_left_out_with_a_warning(built, cases_dir, capsys):
+    assert not (built / "halfdone").exists()
+    site.build(built.parent / "again", built.parent / "none", built.parent / "none",
+               built.parent / "none", cases_dir)  # fmt: skip
+    assert "case 'halfdone' left out, its metadata does not load" in capsys.readouterr().err
+
+
+def test_a_case_never_run_says_so_and_invents_no_verdict(cases_dir, tmp_path):
+    nothing = tmp_path / "nothing"
+    site.build(tmp_path / "site", nothing, nothing, nothing, cases_dir)
+    index = page_html(tmp_path / "site", "index.html")
+    case = page_html(tmp_path / "site", "minicpm/index.html")
+    assert "not run yet" in visible_text(index)
+    assert "last verified not run yet" in visible_text(case)
+    assert "no CUDA run recorded yet" in visible_text(case)
+    assert 'class="verdict' not in index + case
+    assert "Version matrix" not in case
+
+
+def test_every_link_is_relative_and_resolves_on_disk(built):
+    for page in built.rglob("*.html"):
+        for target in re.findall(r'(?:href|src)="([^"]*)"', page.read_text(encoding="utf-8")):
+            if target.startswith(("https://", "http://", "data:")):
+                continue
+            assert not target.startswith("/"), f"{page}: {target} breaks from file://"
+            assert (page.parent / target.split("#")[0]).is_file(), f"{page}: {target}"
+
+
+def test_build_never_wipes_a_folder_it_did_not_build(cases_dir, tmp_path):
+    (tmp_path / "precious.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(site.SiteError, match="not a site built here"):
+        site.build(tmp_path, tmp_path, tmp_path, tmp_path, cases_dir)
+    assert (tmp_path / "precious.txt").is_file()
+
+
+def test_check_without_a_browser_says_how_to_install_it(built, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(site, "CHROMIUM", tmp_path / "no-chromium")
+    assert site.main(["check", "--out", str(built), "--screenshot", str(tmp_path)]) == 2
+    assert "apt-get install -y chromium" in capsys.readouterr().err
+
+
+@pytest.fixture
+def browser():
+    if importlib.util.find_spec("playwright") is None:
+        pytest.skip("playwright is not installed: pip install playwright (the 'site' group)")
+    if not site.CHROMIUM.is_file():
+        pytest.skip(f"{site.CHROMIUM} is not installed: apt-get install -y chromium")
+
+
+def test_browser_loads_every_page_cleanly_and_screenshots_it(browser, built, tmp_path):
+    shots = tmp_path / "shots"
+    assert site.check(built, shots) == []
+    assert sorted(path.name for path in shots.iterdir()) == ["index.png", "minicpm__index.png"]
+    with Image.open(shots / "minicpm__index.png") as image:
+        assert image.width == 1280 and image.height > 2000  # the full page, not just the viewport
+
+
+def test_browser_check_fails_on_broken_links_errors_and_outside_requests(
+    browser, built, tmp_path, capsys
+):
+    copy = tmp_path / "site"
+    shutil.copytree(built, copy)
+    head = '<!doctype html><title>x</title><link rel="icon" href="data:,">'
+    (copy / "links.html").write_text(
+        head + '<a href="minicpm/index.html">fine</a> <a href="minicpm/missing.html">broken</a>',
+        encoding="utf-8",
+    )
+    (copy / "noisy.html").write_text(
+        head + '<script>console.error("boom"); notDefined();</script>'
+        '<img src="https://example.invalid/logo.png" alt="">',
+        encoding="utf-8",
+    )
+    assert site.main(["check", "--out", str(copy), "--screenshot", str(tmp_path / "s")]) == 1
+    failures = [line for line in capsys.readouterr().err.splitlines() if "site: FAILED " in line]
+    assert "links.html: broken link 'minicpm/missing.html' (HTTP 404)" in failures[0]
+    noisy = "\n".join(failures[1:])
+    assert "noisy.html: console error: boom" in noisy
+    assert "noisy.html: page error: notDefined is not defined" in noisy
+    assert "noisy.html: requests https://example.invalid/logo.png from outside the site" in noisy
+    assert not [line for line in failures if "links.html" not in line and "noisy" not in line]
