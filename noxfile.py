@@ -90,7 +90,9 @@ def matrix(session: nox.Session, library_set: str) -> None:
         packages, cases = pinned, ["--all"]
     elif library_set == "custom":
         if not session.posargs:
-            session.skip("name a set to run it: nox -s matrix -- torch==2.16.0 transformers==5.30.0")
+            session.skip(
+                "name a set to run it: nox -s matrix -- torch==2.16.0 transformers==5.30.0"
+            )
         packages, cases = _override_pins(pinned, session.posargs), ["--all"]
     else:
         packages = MATRIX_SETS[library_set]["packages"]

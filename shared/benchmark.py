@@ -50,7 +50,9 @@ def timed(command: list[str], cwd: Path = REPO_ROOT) -> float:
     started = time.perf_counter()
     run = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     if run.returncode != 0:
-        sys.exit(f"benchmark: {' '.join(command)} failed:\n{run.stdout[-3000:]}{run.stderr[-3000:]}")
+        sys.exit(
+            f"benchmark: {' '.join(command)} failed:\n{run.stdout[-3000:]}{run.stderr[-3000:]}"
+        )
     return time.perf_counter() - started
 
 

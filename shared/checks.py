@@ -75,7 +75,9 @@ def compare_to_reference(
         f"[check] {label}: {RECORD['checks'][-1]['dtype']} output, max abs error "
         f"{max_abs_err:.2e} vs float32 reference (atol {atol:g}, rtol {rtol:g})"
     )
-    torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, msg=lambda m: f"{label}: {m}")
+    torch.testing.assert_close(
+        actual, expected, atol=atol, rtol=rtol, msg=lambda m: f"{label}: {m}"
+    )
     return max_abs_err
 
 

@@ -141,8 +141,10 @@ def format_audit(model: nn.Module, odd_only: bool = False) -> str:
         for row in shown
     ]  # fmt: skip
     widths = [max(len(cell[i]) for cell in [header, *cells]) for i in range(len(header))]
-    for cell, row in zip([header, *cells], [None, *shown]):
-        line = "  ".join(text.ljust(width) for text, width in zip(cell, widths)).rstrip()
+    for cell, row in zip([header, *cells], [None, *shown], strict=True):
+        line = "  ".join(
+            text.ljust(width) for text, width in zip(cell, widths, strict=True)
+        ).rstrip()
         lines.append(f"{line}  <-- {row.note}" if row and row.note else line)
     odd = sum(row.odd for row in rows)
     lines.append(f"{odd} odd group{'s' * (odd != 1)} of {len(rows)}")
@@ -225,6 +227,7 @@ class MismatchGuard:
         self.model = model
         self.raise_on_mismatch = raise_on_mismatch
         self.mismatches: list[Mismatch] = []
+        self.errors: list[str] = []  # checks that failed themselves (record mode), for the record
         self._culprits: list[nn.Module] = []  # the module of each mismatch, for resolve_paths
         self._names: dict[nn.Module, str] = {}  # the modules that have our own hook
         self._handles: list = []
@@ -264,6 +267,16 @@ class MismatchGuard:
         self._check(module, args, kwargs)
 
     def _check(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        try:
+            self._judge(module, args, kwargs)
+        except DtypeDeviceMismatch:
+            raise
+        except Exception as exc:  # noqa: BLE001 - watching must never break the model it watches
+            if self.raise_on_mismatch:
+                raise
+            self.errors.append(f"{self._names.get(module, type(module).__name__)}: {exc!r}")
+
+    def _judge(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         params = [
             (name, param)
             for name, param in module.named_parameters(recurse=False)
@@ -318,8 +331,13 @@ class MismatchGuard:
 
 
 def _autocast_enabled(device_type: str) -> bool:
-    # is_autocast_enabled raises for device types autocast does not know (e.g. meta).
-    return torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except (TypeError, RuntimeError):
+        # torch < 2.4 takes no device argument; unknown device types (meta) raise.
+        if device_type == "cpu":
+            return torch.is_autocast_cpu_enabled()
+        return device_type == "cuda" and torch.is_autocast_enabled()
 
 
 def _tensor_inputs(module: nn.Module, args: tuple, kwargs: dict) -> Iterator[tuple]:

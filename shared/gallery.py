@@ -157,8 +157,10 @@ def _print_header(platform: Platform, method: str, preload_s: float, parallel: i
         print(f"devices: {platform.cuda_devices} CUDA GPU(s) ({names}): variants run on CUDA")
     else:
         print("devices: no CUDA GPU: variants run on the CPU; CUDA-only ones are SKIPPED")
-    how = f"forked from one parent (imports took {preload_s:.1f} s)" if method == "fork" else (
-        "each in a new interpreter"
+    how = (
+        f"forked from one parent (imports took {preload_s:.1f} s)"
+        if method == "fork"
+        else ("each in a new interpreter")
     )
     print(f"variants: fresh process each, {how}, up to {parallel} at a time")
 
@@ -207,7 +209,7 @@ def _write_report(
     report = {
         "case": case.name,
         "title": case.title,
-        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "python": python_platform.python_version(),
         "versions": platform.versions,
         "cuda_devices": list(platform.cuda_device_names),

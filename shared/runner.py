@@ -107,7 +107,9 @@ def probe_cuda() -> list[str]:
     The parent must never initialise CUDA: a child forked after that could not use the GPU.
     """
     if start_method() == "spawn":
-        code = "import json; from shared.runner import _cuda_names; print(json.dumps(_cuda_names()))"
+        code = (
+            "import json; from shared.runner import _cuda_names; print(json.dumps(_cuda_names()))"
+        )
         names = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True
         ).stdout

@@ -280,7 +280,7 @@ def format_time(iso: str) -> str:
     except ValueError:
         return iso or "unknown time"
     if moment.tzinfo:
-        moment = moment.astimezone(datetime.timezone.utc)
+        moment = moment.astimezone(datetime.UTC)
     return moment.strftime("%Y-%m-%d %H:%M") + (" UTC" if moment.tzinfo else "")
 
 
@@ -515,8 +515,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m shared.site", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m shared.site",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("command", choices=("build", "check"))
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the site folder")
     parser.add_argument("--runs", type=Path, default=DEFAULT_RUNS, help="gallery run reports")

@@ -112,9 +112,7 @@ def _judge_one(variant: Variant, result: dict, outcome: Outcome, platform: Platf
 
     if expectation.expect == "error":
         if error is None:
-            return verdict(
-                NOT_REPRODUCED, f"ran clean; expected {_expected_text(expectation)}"
-            )
+            return verdict(NOT_REPRODUCED, f"ran clean; expected {_expected_text(expectation)}")
         problem = _mismatch(expectation, error)
         if problem:
             return verdict(

@@ -126,7 +126,9 @@ def test_fixed_decode_matches_float32(report):
         ("broken_decode", "AutoencoderKL.post_quant_conv", "float32", "float16"),
     ],
 )
-def test_culprit_names_where_the_mismatch_starts(report, variant, module, input_dtype, weight_dtype):
+def test_culprit_names_where_the_mismatch_starts(
+    report, variant, module, input_dtype, weight_dtype
+):
     culprit = report[variant]["culprit"]
     assert culprit["module"] == module
     assert (culprit["input_dtype"], culprit["parameter_dtype"]) == (input_dtype, weight_dtype)

@@ -5,9 +5,7 @@ import pytest
 from shared.distributed import rank_backend, torchrun_ranks
 
 
-@pytest.mark.parametrize(
-    ("cuda_devices", "expected"), [(0, 2), (1, 2), (2, 2), (4, 4), (8, 8)]
-)
+@pytest.mark.parametrize(("cuda_devices", "expected"), [(0, 2), (1, 2), (2, 2), (4, 4), (8, 8)])
 def test_one_rank_per_gpu_from_two_gpus_on(cuda_devices, expected):
     assert torchrun_ranks(default_ranks=2, cuda_devices=cuda_devices) == expected
 

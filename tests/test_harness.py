@@ -28,10 +28,14 @@ compare_to_reference("output", reference.to(torch.bfloat16), reference, dtype=to
 SCRIPTS = {
     "reproduced.py": MISMATCH,
     "wrong_message.py": "raise RuntimeError('Expected all tensors to be on the same device')",
-    "wrong_type.py": "raise ValueError('mat1 and mat2 must have the same dtype, but got Float and BFloat16')",
+    "wrong_type.py": (
+        "raise ValueError('mat1 and mat2 must have the same dtype, but got Float and BFloat16')"
+    ),
     "clean.py": "print('nothing to see')",
     "passed.py": CLOSE,
-    "not_close.py": CLOSE.replace("reference.to(torch.bfloat16)", "(reference + 1).to(torch.bfloat16)"),
+    "not_close.py": CLOSE.replace(
+        "reference.to(torch.bfloat16)", "(reference + 1).to(torch.bfloat16)"
+    ),
     "wrong_dtype.py": CLOSE.replace("reference.to(torch.bfloat16)", "reference.clone()"),
     "hangs.py": "import subprocess, time\nsubprocess.Popen(['sleep', '300'])\ntime.sleep(300)",
     "killed.py": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
@@ -203,7 +207,10 @@ def test_details_say_why(synthetic_run):
     assert "no result within 3 s" in report["hangs"]["detail"]
     assert "died by SIGKILL" in report["killed"]["detail"]
     assert "exited with code 3" in report["exits"]["detail"]
-    assert report["needs_cuda"]["detail"] == "needs CUDA, no CUDA device here (the message needs a GPU)"
+    assert (
+        report["needs_cuda"]["detail"]
+        == "needs CUDA, no CUDA device here (the message needs a GPU)"
+    )
     assert report["needs_old_torch"]["detail"].startswith("needs torch<1.0, found ")
 
 
@@ -231,7 +238,7 @@ def test_skips_are_shown_with_their_reason(synthetic_run):
 
 
 def test_all_documented_case_exits_zero(tmp_path):
-    toml = CASE_TOML.split("[[variant]]\nname = \"wrong_message\"")[0] + (
+    toml = CASE_TOML.split('[[variant]]\nname = "wrong_message"')[0] + (
         '[[variant]]\nname = "passed"\nscript = "passed.py"\nexpect = "pass"\n'
     )
     write_case(tmp_path / "cases", "good", toml, SCRIPTS)
@@ -248,7 +255,12 @@ def test_unknown_case_is_a_clear_error(tmp_path):
 
 
 def test_malformed_case_is_a_clear_error(tmp_path):
-    write_case(tmp_path / "cases", "typo", CASE_TOML.replace("expect = \"pass\"", "expects = \"pass\"", 1), SCRIPTS)
+    write_case(
+        tmp_path / "cases",
+        "typo",
+        CASE_TOML.replace('expect = "pass"', 'expects = "pass"', 1),
+        SCRIPTS,
+    )
     run = run_gallery("typo", "--cases-dir", str(tmp_path / "cases"), report_dir=tmp_path)
     assert run.returncode == 2
     assert "unknown key(s) ['expects']" in run.stderr

@@ -61,17 +61,17 @@ def test_when_entries_pick_the_expectation_by_version_and_device(tmp_path):
 @pytest.mark.parametrize(
     ("change", "complaint"),
     [
-        (("expect = \"pass\"", "expect = \"passes\""), "expect must be one of"),
-        (("error = \"RuntimeError\"\n", ""), "needs both 'error' (type) and 'message'"),
+        (('expect = "pass"', 'expect = "passes"'), "expect must be one of"),
+        (('error = "RuntimeError"\n', ""), "needs both 'error' (type) and 'message'"),
         (("message = 'Input", "message = '(Input"), "bad regular expression"),
-        (("script = \"fixed.py\"", "script = \"missing.py\""), "does not exist"),
-        (("name = \"fixed\"", "name = \"broken\""), "variant names must be unique"),
-        (("torch = \"<2.1\"", "torch = \"two\""), "is not a version specifier"),
-        (("device = \"cuda\"", "device = \"tpu\""), "device must be 'cpu' or 'cuda'"),
-        (("title = \"t\"", "titel = \"t\""), "unknown key(s) ['titel']"),
+        (('script = "fixed.py"', 'script = "missing.py"'), "does not exist"),
+        (('name = "fixed"', 'name = "broken"'), "variant names must be unique"),
+        (('torch = "<2.1"', 'torch = "two"'), "is not a version specifier"),
+        (('device = "cuda"', 'device = "tpu"'), "device must be 'cpu' or 'cuda'"),
+        (('title = "t"', 'titel = "t"'), "unknown key(s) ['titel']"),
         (("gpus = 2", "gpus = -1"), "gpus a whole number"),
-        (("expect = \"pass\"", "expect = \"pass\"\nmessage = 'x'"), "takes no error, message"),
-        (("issue = \"https://example.invalid/1\"", ""), "'issue' is required"),
+        (('expect = "pass"', "expect = \"pass\"\nmessage = 'x'"), "takes no error, message"),
+        (('issue = "https://example.invalid/1"', ""), "'issue' is required"),
     ],
 )
 def test_malformed_metadata_is_a_clear_error(tmp_path, change, complaint):

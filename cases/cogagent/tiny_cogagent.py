@@ -55,9 +55,7 @@ class TinyCogAgent(PreTrainedModel):
     def __init__(self, config: TinyCogAgentConfig):
         super().__init__(config)
         self.cross_vision = BeitModel(config.vision_config, add_pooling_layer=False)
-        self.projector = nn.Linear(
-            config.vision_config.hidden_size, config.text_config.hidden_size
-        )
+        self.projector = nn.Linear(config.vision_config.hidden_size, config.text_config.hidden_size)
         self.llm = LlamaForCausalLM(config.text_config)
         self.post_init()
 

@@ -15,7 +15,7 @@ from shared.checks import check_that, compare_to_reference, pick_device
 
 device = pick_device()
 checkpoint = save_tiny_checkpoint()
-model = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.bfloat16)
+model = TinyMiniCPMV.from_pretrained(checkpoint, torch_dtype=torch.bfloat16)
 batch = example_batch(torch.device("cpu"))
 samples = [{key: value[i] for key, value in batch.items()} for i in range(2)]
 
@@ -45,7 +45,7 @@ trainer = FineTuneTrainer(model=model, args=arguments, train_dataset=samples)
 trainer.train()
 
 check_that("training loss", bool(torch.isfinite(trainer.first_loss)), f"{trainer.first_loss:.4f}")
-reference = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.float32).to(device)
+reference = TinyMiniCPMV.from_pretrained(checkpoint, torch_dtype=torch.float32).to(device)
 reference_loss = reference(**{k: v.to(device) for k, v in batch.items()}).loss
 compare_to_reference(
     "first-step loss", trainer.first_loss, reference_loss, dtype=torch.float32, atol=1e-2, rtol=0.0

@@ -12,7 +12,7 @@ from shared.checks import compare_to_reference, pick_device
 device = pick_device()
 checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32
 
-model = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.bfloat16)  # as the fine-tune loads it
+model = TinyMiniCPMV.from_pretrained(checkpoint, torch_dtype=torch.bfloat16)  # as upstream
 model.to(device)
 
 # The root cause, visible before anything runs:
@@ -23,7 +23,7 @@ batch = example_batch(device)
 with torch.autocast(device.type, dtype=torch.bfloat16):  # the fix: autocast the step
     embedding = model.get_vllm_embedding(batch)  # what the fine-tune's compute_loss calls first
 
-reference = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.float32).to(device)
+reference = TinyMiniCPMV.from_pretrained(checkpoint, torch_dtype=torch.float32).to(device)
 compare_to_reference(
     "vision+text embedding",
     embedding,

@@ -12,7 +12,7 @@ from shared.checks import compare_to_reference, pick_device
 device = pick_device()
 checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32
 
-model = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.bfloat16)  # as the fine-tune loads it
+model = TinyMiniCPMV.from_pretrained(checkpoint, torch_dtype=torch.bfloat16)  # as upstream
 model.to(device)
 for component in (model.vpm, model.resampler, model.llm):  # the fix, component by component
     component.to(dtype=torch.bfloat16)
@@ -24,7 +24,7 @@ print("resampler.attn.in_proj_weight:", model.resampler.attn.in_proj_weight.dtyp
 batch = example_batch(device)
 embedding = model.get_vllm_embedding(batch)  # what the fine-tune's compute_loss calls first
 
-reference = TinyMiniCPMV.from_pretrained(checkpoint, dtype=torch.float32).to(device)
+reference = TinyMiniCPMV.from_pretrained(checkpoint, torch_dtype=torch.float32).to(device)
 compare_to_reference(
     "vision+text embedding",
     embedding,

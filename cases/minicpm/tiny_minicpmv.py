@@ -1,6 +1,7 @@
 """A tiny MiniCPM-V-2 look-alike: SigLIP vision tower -> resampler -> Llama language model.
 
-Real transformers classes for the tower (``SiglipVisionModel``) and the LLM
+Real transformers classes for the tower (``SiglipVisionModel``; ``CLIPVisionModel`` on
+transformers < 4.37, which has no SigLIP) and the LLM
 (``LlamaForCausalLM``); the resampler is written here with the traits that cause the bug:
 - its fixed 2-D sin/cos position table is an ``nn.Parameter`` created with an explicit
   ``.float()``; ``from_pretrained(..., dtype=torch.bfloat16)`` leaves such a parameter float32;
@@ -16,14 +17,14 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from transformers import (
-    LlamaConfig,
-    LlamaForCausalLM,
-    PretrainedConfig,
-    PreTrainedModel,
-    SiglipVisionConfig,
-    SiglipVisionModel,
-)
+from transformers import LlamaConfig, LlamaForCausalLM, PretrainedConfig, PreTrainedModel
+
+try:
+    from transformers import SiglipVisionConfig as VisionConfig
+    from transformers import SiglipVisionModel as VisionModel
+except ImportError:  # SigLIP arrived in transformers 4.37: on older ones a CLIP tower stands in
+    from transformers import CLIPVisionConfig as VisionConfig
+    from transformers import CLIPVisionModel as VisionModel
 
 from shared.checkpoints import quiet_hf_logging, save_checkpoint
 
@@ -38,7 +39,7 @@ class TinyMiniCPMVConfig(PretrainedConfig):
     model_type = "tiny_minicpmv"
 
     def __init__(self, vision_config=None, text_config=None, **kwargs):
-        self.vision_config = _as_config(SiglipVisionConfig, vision_config)
+        self.vision_config = _as_config(VisionConfig, vision_config)
         self.text_config = _as_config(LlamaConfig, text_config)
         super().__init__(**kwargs)
 
@@ -72,9 +73,7 @@ class Resampler(nn.Module):
         self.ln_post = nn.LayerNorm(embed_dim)
         self.proj = nn.Parameter(embed_dim**-0.5 * torch.randn(embed_dim, embed_dim))
         # The trait behind the bug: a fixed table, explicitly float32, stored as a Parameter.
-        self.pos_embed = nn.Parameter(
-            sincos_table_2d(embed_dim, grid).float(), requires_grad=False
-        )
+        self.pos_embed = nn.Parameter(sincos_table_2d(embed_dim, grid).float(), requires_grad=False)
 
     def forward(self, patches: torch.Tensor) -> torch.Tensor:
         keys_values = self.ln_kv(self.kv_proj(patches)).permute(1, 0, 2)  # (patches, batch, dim)
@@ -95,7 +94,7 @@ class TinyMiniCPMV(PreTrainedModel):
 
     def __init__(self, config: TinyMiniCPMVConfig):
         super().__init__(config)
-        self.vpm = SiglipVisionModel(config.vision_config)
+        self.vpm = VisionModel(config.vision_config)
         self.llm = LlamaForCausalLM(config.text_config)
         self.resampler = Resampler(
             embed_dim=config.text_config.hidden_size,
@@ -111,7 +110,8 @@ class TinyMiniCPMV(PreTrainedModel):
     def get_vllm_embedding(self, batch: dict) -> torch.Tensor:
         """Image queries followed by the text embeddings: what the LLM consumes."""
         pixel_values = batch["pixel_values"].type(self.vpm.dtype)  # as upstream: cast to vpm
-        patches = self.vpm(pixel_values=pixel_values).last_hidden_state
+        # The patch tokens (a CLIP tower puts a class token first; SigLIP has none).
+        patches = self.vpm(pixel_values=pixel_values).last_hidden_state[:, -GRID * GRID :]
         image_embeds = self.resampler(patches)
         text_embeds = self.llm.get_input_embeddings()(batch["input_ids"])
         return torch.cat([image_embeds, text_embeds], dim=1)
@@ -155,4 +155,3 @@ def example_batch(device: torch.device, batch_size: int = 2) -> dict:
         "input_ids": input_ids.to(device),
         "labels": input_ids.to(device),
     }
-
