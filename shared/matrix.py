@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from shared.cases import REPO_ROOT
 from shared.verdicts import ANOMALIES
 
-MATRIX_DIR = REPO_ROOT / "reports" / "matrix"
+MATRIX_DIR = Path(os.environ.get("GALLERY_MATRIX_DIR", REPO_ROOT / "reports" / "matrix"))
 SHOWN_VERSIONS = ("torch", "transformers", "diffusers", "peft", "accelerate")
 
 

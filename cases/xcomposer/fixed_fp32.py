@@ -20,7 +20,7 @@ torch.set_grad_enabled(False)  # inference, as in the chat examples
 device = pick_device()
 checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32
 
-model = TinyXComposer2.from_pretrained(checkpoint, dtype=torch.float32).to(device)  # the fix
+model = TinyXComposer2.from_pretrained(checkpoint, torch_dtype=torch.float32).to(device)  # the fix
 image = image_processor()(example_image(), return_tensors="pt")["pixel_values"].to(device)
 input_ids = example_input_ids(device)
 
@@ -32,7 +32,7 @@ print("vision_proj[0].weight:", model.vision_proj[0].weight.dtype)
 
 logits = model(pixel_values=image, input_ids=input_ids).logits  # one chat step
 
-reference = TinyXComposer2.from_pretrained(checkpoint, dtype=torch.float32).to(device)
+reference = TinyXComposer2.from_pretrained(checkpoint, torch_dtype=torch.float32).to(device)
 compare_to_reference(
     "LLM logits",
     logits,

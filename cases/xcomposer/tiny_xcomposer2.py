@@ -2,12 +2,13 @@
 
 Real transformers classes for the tower (``CLIPVisionModel``), the LLM (``LlamaForCausalLM``,
 standing in for InternLM2, a Llama-style decoder) and the image processor
-(``CLIPImageProcessorPil``: resize, to-tensor, normalise). The traits that cause the bug:
+(``CLIPImageProcessorPil``, on transformers 4.x ``CLIPImageProcessor``: resize, to-tensor,
+normalise). The traits that cause the bug:
 - the vision-tower wrapper runs the tower in its own dtype and hands the features back **in
   the image's dtype** (as upstream's wrapper does);
 - the image processor always returns float32 pixel values;
 - the projector (``mlp2x_gelu``: Linear-GELU-Linear, bias=True) is loaded in the model's
-  dtype, so with ``dtype=torch.float16`` its first Linear gets a float32 input.
+  dtype, so with ``torch_dtype=torch.float16`` its first Linear gets a float32 input.
 Weights are random (seeded); nothing is downloaded.
 """
 
@@ -17,10 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import transformers
+from packaging.version import Version
 from PIL import Image
 from torch import nn
 from transformers import (
-    CLIPImageProcessorPil,
     CLIPVisionConfig,
     CLIPVisionModel,
     LlamaConfig,
@@ -29,6 +31,11 @@ from transformers import (
     PreTrainedModel,
 )
 from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, PILImageResampling
+
+try:
+    from transformers import CLIPImageProcessorPil as CLIPImageProcessor
+except ImportError:  # transformers 4.x: the one CLIP processor works on PIL/numpy already
+    from transformers import CLIPImageProcessor
 
 from shared.checkpoints import quiet_hf_logging, save_checkpoint
 
@@ -116,13 +123,26 @@ def save_tiny_checkpoint() -> Path:
     return save_checkpoint(TinyXComposer2(config))
 
 
-def image_processor() -> CLIPImageProcessorPil:
-    """Resize (bicubic) -> to-tensor (x/255) -> CLIP normalise: upstream's vis_processor steps."""
-    return CLIPImageProcessorPil(
+def logits_dtype(model_dtype: torch.dtype) -> torch.dtype:
+    """The dtype of the LLM's logits: the model's from transformers 4.46, before always float32
+    (LlamaForCausalLM upcast them by design; not a sign of an upcast model)."""
+    if Version(transformers.__version__) < Version("4.46"):
+        return torch.float32
+    return model_dtype
+
+
+def image_processor() -> CLIPImageProcessor:
+    """Resize (bicubic) -> to-tensor (x/255) -> CLIP normalise: upstream's vis_processor steps.
+
+    The picture is square, so resizing its shortest edge (the one resize transformers 4.x CLIP
+    processors take) is upstream's square resize, and the centre crop keeps all of it.
+    """
+    return CLIPImageProcessor(
         do_resize=True,
-        size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
+        size={"shortest_edge": IMAGE_SIZE},
         resample=PILImageResampling.BICUBIC,
-        do_center_crop=False,
+        do_center_crop=True,
+        crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
         do_rescale=True,
         do_normalize=True,
         image_mean=OPENAI_CLIP_MEAN,
@@ -131,8 +151,8 @@ def image_processor() -> CLIPImageProcessorPil:
 
 
 def example_image() -> Image.Image:
-    """An RGB picture made in code (a colour gradient with a square), not the model's size."""
-    ys, xs = np.mgrid[0:45, 0:60]
+    """A square RGB picture made in code (a gradient with a square), not the model's size."""
+    ys, xs = np.mgrid[0:60, 0:60]
     pixels = np.stack([xs * 4, ys * 5, (xs + ys) * 2], axis=-1).astype(np.uint8)
     pixels[10:30, 20:40] = (250, 30, 90)
     return Image.fromarray(pixels, mode="RGB")
