@@ -24,6 +24,11 @@ def save_checkpoint(model) -> Path:
     return folder
 
 
+def sub_config(config_class, value):
+    """A composite config's part from a config object or the dict config.json gives back."""
+    return value if isinstance(value, config_class) else config_class(**(value or {}))
+
+
 def quiet_hf_logging() -> None:
     """No progress bars or load reports in the variants' output: only the evidence."""
     import transformers

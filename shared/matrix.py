@@ -59,7 +59,12 @@ def _message(variant: dict) -> str:
 def write_tables(matrix_dir: Path) -> str:
     """Rebuild matrix.md / matrix.json / <case>.json from every stored set; return the Markdown."""
     rows = []
-    for set_path in sorted((matrix_dir / "sets").glob("*.json")):
+    # pinned first, latest next, then the others by name
+    order = {"pinned": "0", "latest": "1"}
+    set_paths = sorted(
+        (matrix_dir / "sets").glob("*.json"), key=lambda p: order.get(p.stem, p.stem)
+    )
+    for set_path in set_paths:
         rows += json.loads(set_path.read_text(encoding="utf-8"))
     (matrix_dir / "matrix.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     for case in sorted({row["case"] for row in rows}):

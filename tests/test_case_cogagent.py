@@ -1,14 +1,10 @@
 """The cogagent case through the harness: every rank fails without a flag, --fp16/--bf16 fix it."""
 
-import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import read_report, run_gallery
 
-ROOT = Path(__file__).resolve().parents[1]
 MESSAGE = "Input type (c10::Half) and bias type (float) should be the same"
 TORCHRUN_VARIANTS = ("broken", "fixed", "fixed_bf16")
 
@@ -16,16 +12,9 @@ TORCHRUN_VARIANTS = ("broken", "fixed", "fixed_bf16")
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    run = subprocess.run(
-        [sys.executable, "-m", "shared.gallery", "run", "cogagent", "--report-dir", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = run_gallery("cogagent", report_dir=out)
     assert run.returncode == 0, run.stdout + run.stderr
-    data = json.loads((out / "cogagent.json").read_text())
-    return {v["variant"]: v for v in data["variants"]}
+    return read_report(out, "cogagent")
 
 
 @pytest.mark.parametrize("name", ["broken", "broken_single_process"])

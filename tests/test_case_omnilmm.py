@@ -6,15 +6,11 @@ machine without a GPU and as REPRODUCED with the documented message on one with 
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import read_report, run_gallery
 
-ROOT = Path(__file__).resolve().parents[1]
 CASE = "omnilmm"
 CONV_SPLIT = (
     r"Input type \(torch\.cuda\.{dtype}Tensor\) and weight type \(torch\.{dtype}Tensor\) "
@@ -26,22 +22,11 @@ TOWER_LEFT_BEHIND = re.compile(
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> dict:
+def report(tmp_path_factory) -> dict[str, dict]:
     out = tmp_path_factory.mktemp("report")
-    completed = subprocess.run(
-        [sys.executable, "-m", "shared.gallery", "run", CASE, "--report-dir", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    completed = run_gallery(CASE, report_dir=out)
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    return json.loads((out / f"{CASE}.json").read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def report(run) -> dict[str, dict]:
-    return {variant["variant"]: variant for variant in run["variants"]}
+    return read_report(out, CASE)
 
 
 @pytest.fixture(scope="module")

@@ -3,29 +3,18 @@ its documented text, and each fix passes with its float16 outputs close to float
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import read_report, run_gallery
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    run = subprocess.run(
-        [sys.executable, "-m", "shared.gallery", "run", "onetrainer", "--report-dir", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    run = run_gallery("onetrainer", report_dir=out)
     assert run.returncode == 0, run.stdout + run.stderr
-    data = json.loads((out / "onetrainer.json").read_text(encoding="utf-8"))
-    return {v["variant"]: v for v in data["variants"]}
+    return read_report(out, "onetrainer")
 
 
 def assert_reproduced(variant: dict, error_type: str, pattern: str, raised_in: str) -> None:

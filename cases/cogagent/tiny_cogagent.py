@@ -27,7 +27,7 @@ from transformers import (
     PreTrainedModel,
 )
 
-from shared.checkpoints import quiet_hf_logging, save_checkpoint
+from shared.checkpoints import quiet_hf_logging, save_checkpoint, sub_config
 
 IMAGE_SIZE, PATCH_SIZE = 32, 8  # 4 x 4 patches
 VOCAB_SIZE = 128  # one token per ASCII byte
@@ -39,13 +39,9 @@ class TinyCogAgentConfig(PretrainedConfig):
     model_type = "tiny_cogagent"
 
     def __init__(self, vision_config=None, text_config=None, **kwargs):
-        self.vision_config = _as_config(BeitConfig, vision_config)
-        self.text_config = _as_config(LlamaConfig, text_config)
+        self.vision_config = sub_config(BeitConfig, vision_config)
+        self.text_config = sub_config(LlamaConfig, text_config)
         super().__init__(**kwargs)
-
-
-def _as_config(config_class, value):
-    return value if isinstance(value, config_class) else config_class(**(value or {}))
 
 
 class TinyCogAgent(PreTrainedModel):

@@ -26,7 +26,7 @@ except ImportError:  # SigLIP arrived in transformers 4.37: on older ones a CLIP
     from transformers import CLIPVisionConfig as VisionConfig
     from transformers import CLIPVisionModel as VisionModel
 
-from shared.checkpoints import quiet_hf_logging, save_checkpoint
+from shared.checkpoints import quiet_hf_logging, save_checkpoint, sub_config
 
 IMAGE_SIZE, PATCH_SIZE = 28, 7
 GRID = IMAGE_SIZE // PATCH_SIZE  # 4 x 4 patches, and as many resampler queries
@@ -39,13 +39,9 @@ class TinyMiniCPMVConfig(PretrainedConfig):
     model_type = "tiny_minicpmv"
 
     def __init__(self, vision_config=None, text_config=None, **kwargs):
-        self.vision_config = _as_config(VisionConfig, vision_config)
-        self.text_config = _as_config(LlamaConfig, text_config)
+        self.vision_config = sub_config(VisionConfig, vision_config)
+        self.text_config = sub_config(LlamaConfig, text_config)
         super().__init__(**kwargs)
-
-
-def _as_config(config_class, value):
-    return value if isinstance(value, config_class) else config_class(**(value or {}))
 
 
 def sincos_table_2d(dim: int, grid: int) -> torch.Tensor:

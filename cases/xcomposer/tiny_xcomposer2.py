@@ -37,7 +37,7 @@ try:
 except ImportError:  # transformers 4.x: the one CLIP processor works on PIL/numpy already
     from transformers import CLIPImageProcessor
 
-from shared.checkpoints import quiet_hf_logging, save_checkpoint
+from shared.checkpoints import quiet_hf_logging, save_checkpoint, sub_config
 
 IMAGE_SIZE, PATCH_SIZE = 28, 7  # 4 x 4 patches
 TEXT_TOKENS, VOCAB_SIZE = 8, 128
@@ -49,13 +49,9 @@ class TinyXComposer2Config(PretrainedConfig):
     model_type = "tiny_xcomposer2"
 
     def __init__(self, vision_config=None, text_config=None, **kwargs):
-        self.vision_config = _as_config(CLIPVisionConfig, vision_config)
-        self.text_config = _as_config(LlamaConfig, text_config)
+        self.vision_config = sub_config(CLIPVisionConfig, vision_config)
+        self.text_config = sub_config(LlamaConfig, text_config)
         super().__init__(**kwargs)
-
-
-def _as_config(config_class, value):
-    return value if isinstance(value, config_class) else config_class(**(value or {}))
 
 
 class CLIPVisionTower(nn.Module):
