@@ -317,7 +317,8 @@ class MismatchGuard:
         """
         parents: dict[nn.Module, tuple[nn.Module, str]] = {}
         for candidate in gc.get_objects():
-            if isinstance(candidate, nn.Module):
+            # type(), not isinstance(): no attribute lookups on arbitrary (deprecated) objects
+            if issubclass(type(candidate), nn.Module):
                 for name, child in candidate.named_children():
                     parents.setdefault(child, (candidate, name))
         for index, module in enumerate(self._culprits):

@@ -15,6 +15,7 @@ import runpy
 import sys
 import time
 import traceback
+import uuid
 from pathlib import Path
 
 from shared.record import RECORD
@@ -87,12 +88,52 @@ def _describe(exc: BaseException) -> dict:
     }
 
 
+def launch_ranks(script: Path, result_path: Path, ranks: int) -> int:
+    """Run ``script`` on ``ranks`` ranks as `torchrun --standalone --nproc-per-node=N` does.
+
+    Uses torchrun's own launcher (``elastic_launch``: rendezvous, RANK/WORLD_SIZE/MASTER_*
+    variables, failure monitoring) with the ranks forked from this process, which has already
+    imported the libraries, instead of each rank starting a new interpreter.
+    """
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    config = LaunchConfig(
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=ranks,
+        run_id=str(uuid.uuid4()),
+        rdzv_backend="c10d",
+        rdzv_endpoint="localhost:0",
+        max_restarts=0,
+        start_method="fork",
+        monitor_interval=0.05,
+    )
+    try:
+        elastic_launch(config, _rank_main)(str(script), str(result_path))
+    except ChildFailedError:  # a rank died (e.g. by a signal): its result file is missing
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def _rank_main(script: str, result: str) -> None:
+    # A rank records its failure in its result file and returns: had it raised, the launcher
+    # would stop the other ranks before they could record theirs.
+    execute(Path(script), rank_result_path(Path(result)))
+
+
+def rank_result_path(result: Path) -> Path:
+    """One result file per rank under torchrun (RANK set), else the path itself."""
+    if RANK_VARIABLE not in os.environ:
+        return result
+    return result.with_name(f"{result.stem}.rank{os.environ[RANK_VARIABLE]}{result.suffix}")
+
+
 def main() -> None:
     script, result = Path(sys.argv[1]).resolve(), Path(sys.argv[2])
-    if RANK_VARIABLE in os.environ:  # one result file per rank under torchrun
-        result = result.with_name(f"{result.stem}.rank{os.environ[RANK_VARIABLE]}{result.suffix}")
     sys.stdout.flush()
-    raise SystemExit(execute(script, result))
+    raise SystemExit(execute(script, rank_result_path(result)))
 
 
 if __name__ == "__main__":

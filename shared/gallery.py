@@ -8,6 +8,7 @@ exits 1 when any verdict is an anomaly, 2 on bad input (unknown case, broken met
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import importlib.metadata
 import json
@@ -68,7 +69,17 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.only:
+        cases = [_only_variants(case, args.only) for case in cases]
+        unknown = set(args.only) - {v.name for case in cases for v in case.variants}
+        if unknown:
+            print(f"gallery: error: no variant named {sorted(unknown)}", file=sys.stderr)
+            return 2
     return run(cases, args.jobs, args.report_dir, require_cuda=args.require_cuda)
+
+
+def _only_variants(case: Case, names: list[str]) -> Case:
+    return dataclasses.replace(case, variants=tuple(v for v in case.variants if v.name in names))
 
 
 def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool = False) -> int:
@@ -125,6 +136,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--jobs", type=int, default=os.cpu_count() or 1, help="variants run at once"
     )
     parser.add_argument("--report-dir", type=Path, default=REPORT_DIR, help="JSON reports")
+    parser.add_argument(
+        "--only", action="append", metavar="VARIANT", help="run only this variant (repeatable)"
+    )
     parser.add_argument(
         "--require-cuda", action="store_true", help="refuse to run without a CUDA GPU"
     )

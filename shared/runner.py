@@ -4,8 +4,10 @@ Two ways to start a child, same result:
 - fork (default on Linux/macOS): the parent has only *imported* the heavy libraries (no model
   built, no default dtype or autocast changed, CUDA never initialised), so each forked child
   starts from a clean state without paying the 2-4 s import again;
-- spawn: ``python -m shared.executor SCRIPT RESULT`` in a new interpreter. Always used for
-  torchrun variants, and everywhere when ``GALLERY_START=spawn`` is set.
+- spawn: ``python -m shared.executor SCRIPT RESULT`` in a new interpreter, used everywhere
+  when ``GALLERY_START=spawn`` is set; torchrun variants then run the real `torchrun` command.
+Forked torchrun variants use torchrun's launcher in the child, which forks the ranks
+(``shared.executor.launch_ranks``).
 Each child leads its own process group, so a timeout kills everything it started.
 """
 
@@ -152,7 +154,7 @@ class _Child:
         self.tmp_dir.mkdir(parents=True)
         self.started = time.perf_counter()
         self.deadline = self.started + job.variant.timeout
-        if job.variant.launcher == "torchrun" or method == "spawn":
+        if method == "spawn":
             self.process: subprocess.Popen | None = self._spawn()
             self.pid = self.process.pid
         else:
@@ -200,9 +202,12 @@ class _Child:
             sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
             if "torch" in sys.modules:
                 sys.modules["torch"].set_num_threads(self.job.threads)
-            from shared.executor import execute
+            from shared.executor import execute, launch_ranks
 
-            exit_code = execute(self.job.variant.script, self.result_path)
+            if self.job.variant.launcher == "torchrun":
+                exit_code = launch_ranks(self.job.variant.script, self.result_path, self.job.ranks)
+            else:
+                exit_code = execute(self.job.variant.script, self.result_path)
         except BaseException:  # noqa: BLE001
             traceback.print_exc()
         finally:

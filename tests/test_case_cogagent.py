@@ -56,3 +56,15 @@ def test_culprit_is_the_beit_embeddings(report, variant):
     assert culprit["module"] == "TinyCogAgent.cross_vision.embeddings"
     assert (culprit["role"], culprit["input_dtype"]) == ("pixel_values", "float16")
     assert culprit["parameter_dtype"] == "float32"
+
+
+def test_the_real_torchrun_command_line_reproduces_too(tmp_path):
+    """GALLERY_START=spawn launches `python -m torch.distributed.run` itself (fresh rank
+    processes; torchrun ends in ChildFailedError): each rank's own result carries the error."""
+    run = run_gallery(
+        "cogagent", "--only", "broken", report_dir=tmp_path, env={"GALLERY_START": "spawn"}
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    broken = read_report(tmp_path, "cogagent")["broken"]
+    assert broken["verdict"] == "REPRODUCED"
+    assert broken["detail"].startswith(f"all 2 ranks: RuntimeError: {MESSAGE}")

@@ -264,3 +264,12 @@ def test_malformed_case_is_a_clear_error(tmp_path):
     run = run_gallery("typo", "--cases-dir", str(tmp_path / "cases"), report_dir=tmp_path)
     assert run.returncode == 2
     assert "unknown key(s) ['expects']" in run.stderr
+
+
+def test_only_runs_the_named_variants(tmp_path):
+    run = run_gallery("minicpm", "--only", "fixed", report_dir=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert list(read_report(tmp_path, "minicpm")) == ["fixed"]
+    unknown = run_gallery("minicpm", "--only", "no_such_variant", report_dir=tmp_path)
+    assert unknown.returncode == 2
+    assert "no variant named ['no_such_variant']" in unknown.stderr
