@@ -3,7 +3,8 @@
 - `case-<name>`: one per folder under cases/ (tag `cases`; `nox -t cases` runs the gallery).
 - `cases`: every case in one run (shares the library imports: the fastest full run).
 - `tests`: the test suite.
-- `gallery`: run every case, build the static site and check it in a headless browser.
+- `gallery`: run every case and build the static site (`nox -s gallery -- --check` also loads
+  every page in headless Chromium).
 - `matrix`: every case against several library sets (pinned, latest, upstream eras, or a set
   named on the command line); writes reports/matrix/ (not run by default).
 - `benchmark`: time the gallery against a bare import of its libraries (not run by default).
@@ -15,9 +16,13 @@ current environment must already hold the packages (offline GPU boxes, container
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import nox
+
+sys.path.insert(0, str(Path(__file__).parent))  # the catalog is the one list of cases
+from shared.harness.catalog import case_names  # noqa: E402
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -26,11 +31,6 @@ nox.options.sessions = ["cases", "tests"]
 
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
-CASE_NAMES = sorted(
-    path.name
-    for path in (ROOT / "cases").iterdir()
-    if path.is_dir() and not path.name.startswith(("_", "."))
-)
 
 
 def install_group(session: nox.Session, group: str) -> None:
@@ -46,7 +46,7 @@ def install_group(session: nox.Session, group: str) -> None:
 
 def run_gallery(session: nox.Session, *case_names: str) -> None:
     install_group(session, "cases")
-    session.run("python", "-m", "shared.gallery", "run", *case_names, *session.posargs)
+    session.run("python", "-m", "shared.harness", "run", *case_names, *session.posargs)
 
 
 def _register_case_session(name: str) -> None:
@@ -57,7 +57,7 @@ def _register_case_session(name: str) -> None:
     nox.session(name=f"case-{name}", tags=["cases"])(case_session)
 
 
-for _name in CASE_NAMES:
+for _name in case_names():
     _register_case_session(_name)
 
 
@@ -69,12 +69,11 @@ def cases(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def gallery(session: nox.Session) -> None:
-    """Run every case, build the static site (.gallery/site) and check it in headless Chromium."""
+    """Run every case, build the static site (.gallery/site); `-- --check` checks it in Chromium."""
     install_group(session, "cases")
     install_group(session, "site")
-    session.run("python", "-m", "shared.gallery", "run", "--all")
-    session.run("python", "-m", "shared.site", "build")
-    session.run("python", "-m", "shared.site", "check")
+    session.run("python", "-m", "shared.harness", "run", "--all")
+    session.run("python", "-m", "shared.harness", "site", "build", *session.posargs)
 
 
 MATRIX_SETS = PYPROJECT["tool"]["gallery"]["matrix"]
@@ -105,10 +104,10 @@ def matrix(session: nox.Session, library_set: str) -> None:
     shutil.rmtree(report_dir, ignore_errors=True)
     # Exit 1 (anomalies) still leaves reports: collect them, then `collect` fails the session.
     session.run(
-        "python", "-m", "shared.gallery", "run", *cases, "--report-dir", str(report_dir),
+        "python", "-m", "shared.harness", "run", *cases, "--report-dir", str(report_dir),
         success_codes=[0, 1],
     )  # fmt: skip
-    session.run("python", "-m", "shared.matrix", "collect", library_set, str(report_dir))
+    session.run("python", "-m", "shared.harness", "matrix", "collect", library_set, str(report_dir))
 
 
 def _override_pins(pinned: tuple[str, ...], requested: list[str]) -> list[str]:
@@ -123,7 +122,7 @@ def _override_pins(pinned: tuple[str, ...], requested: list[str]) -> list[str]:
 def benchmark(session: nox.Session) -> None:
     """Time the gallery against the floor of one bare import; print ratios and targets."""
     install_group(session, "nox")
-    session.run("python", "-m", "shared.benchmark", *session.posargs)
+    session.run("python", "-m", "shared.harness", "benchmark", *session.posargs)
 
 
 @nox.session

@@ -13,7 +13,7 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 fi
 mkdir -p reports/cuda
 set +e
-python3 -m shared.gallery run --all --require-cuda --report-dir reports/cuda 2>&1 | tee reports/cuda/run.log
+python3 -m shared.harness run --all --require-cuda --report-dir reports/cuda 2>&1 | tee reports/cuda/run.log
 status=${PIPESTATUS[0]}
 set -e
 echo "record-cuda-run: gallery exited with $status; reports in reports/cuda/"

@@ -1,7 +1,12 @@
-"""Helpers a variant calls: pick the device, and prove a fixed variant right.
+"""Helpers a variant calls: pick the device, prove a fixed variant right, measure a symptom.
 
 Each helper prints what it did, so a variant read top to bottom shows its evidence, and adds
 it to ``shared.record.RECORD`` so the harness can put it in the verdict line.
+
+- ``compare_to_reference`` / ``check_that``: a fixed variant's proof (raise when wrong).
+- ``measure_*``: a broken variant that raises nothing measures its symptom here (never raises);
+  the case's ``case.toml`` says which figure, above or below what, *is* the documented failure,
+  and the harness judges it. A case script never decides its own symptom.
 """
 
 from __future__ import annotations
@@ -87,3 +92,44 @@ def check_that(label: str, ok: bool, detail: str) -> None:
     print(f"[check] {label}: {detail} -> {'ok' if ok else 'FAILED'}")
     if not ok:
         raise AssertionError(f"{label}: {detail}")
+
+
+# --- symptoms of failures that raise nothing ---------------------------------------------------
+
+
+def _measure(label: str, measure: str, value: float, detail: str) -> float:
+    RECORD["measurements"].append(
+        {"label": label, "measure": measure, "value": value, "detail": detail}
+    )
+    print(f"[measure] {label}: {measure} = {value:.4g} ({detail})")
+    return value
+
+
+def measure_error(label: str, output: torch.Tensor, reference: torch.Tensor) -> float:
+    """Max absolute error of ``output`` against its float32 ``reference`` (NaN counts as inf)."""
+    if reference.dtype != torch.float32:
+        raise AssertionError(f"{label}: the reference must be float32, got {reference.dtype}")
+    difference = (output.detach().float().cpu() - reference.detach().cpu()).abs()
+    error = difference.nan_to_num(nan=float("inf")).max().item()
+    scale = reference.detach().abs().max().item()
+    detail = f"{str(output.dtype).removeprefix('torch.')} output vs float32 reference, "
+    return _measure(label, "max_abs_err", error, detail + f"reference max |x| {scale:.3g}")
+
+
+def measure_nan(label: str, tensor: torch.Tensor) -> float:
+    """Fraction of the elements of ``tensor`` that are NaN (0.0 .. 1.0)."""
+    values = tensor.detach()
+    fraction = values.isnan().float().mean().item()
+    detail = f"{int(values.isnan().sum())} of {values.numel()} elements NaN"
+    return _measure(label, "nan_fraction", fraction, detail)
+
+
+def measure_changed(
+    label: str, before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]
+) -> float:
+    """Fraction of the named tensors whose values changed between two snapshots (0.0 .. 1.0)."""
+    if set(before) != set(after) or not before:
+        raise AssertionError(f"{label}: the snapshots must name the same, non-empty tensors")
+    changed = [name for name in before if not torch.equal(before[name], after[name])]
+    detail = f"{len(changed)} of {len(before)} tensors changed"
+    return _measure(label, "changed_fraction", len(changed) / len(before), detail)

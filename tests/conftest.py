@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_gallery(
     *args: str, report_dir: Path, env: dict | None = None
 ) -> subprocess.CompletedProcess:
-    """`python -m shared.gallery run ARGS` in a child process, reports under ``report_dir``."""
+    """`python -m shared.harness run ARGS` in a child process, reports under ``report_dir``."""
     return subprocess.run(
-        [sys.executable, "-m", "shared.gallery", "run", *args, "--report-dir", str(report_dir)],
+        [sys.executable, "-m", "shared.harness", "run", *args, "--report-dir", str(report_dir)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from conftest import ROOT, read_report, run_gallery
 
-from shared.matrix import main as matrix_main
+from shared.harness.matrix import main as matrix_main
 
 MESSAGE = "mat1 and mat2 must have the same dtype, but got Float and BFloat16"
 
 
 def write_report(folder: Path, verdict: str, transformers: str) -> Path:
-    """A gallery report (the format shared.gallery writes) with one broken variant."""
+    """A gallery report (the format shared.harness writes) with one broken variant."""
     folder.mkdir(parents=True)
     error = {"type": "RuntimeError", "message": MESSAGE} if verdict == "REPRODUCED" else None
     report = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.cases import CaseError, case_names, load_case
+from shared.harness.catalog import CaseError, case_names, load_case
 
 GOOD = """
 title = "t"
@@ -106,7 +106,7 @@ def test_every_case_in_the_repo_loads():
 
 
 def test_cpu_only_floors_skip_on_the_cpu_only(tmp_path):
-    from shared.verdicts import Platform, skip_reason
+    from shared.harness.verdicts import Platform, skip_reason
 
     toml = GOOD.replace(
         'requires = { cuda = true, gpus = 2, packages = { transformers = ">=5" }, reason = "why" }',

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-from shared.cases import case_names
+from shared.harness.catalog import case_names
 
 
 def nox(*args: str) -> subprocess.CompletedProcess:
@@ -50,7 +50,7 @@ def test_unknown_session_fails():
 def test_missing_packages_are_a_clear_error():
     # -S: no site-packages, as in an environment without the pinned set.
     run = subprocess.run(
-        [sys.executable, "-S", "-m", "shared.gallery", "run", "minicpm"],
+        [sys.executable, "-S", "-m", "shared.harness", "run", "minicpm"],
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert run.returncode == 2

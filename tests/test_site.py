@@ -26,7 +26,7 @@ VERSIONS = {"torch": "2.13.0+cpu", "transformers": "5.23.0", "diffusers": "0.42.
 
 
 def variant_entry(name: str, verdict: str, **fields) -> dict:
-    """One variant of a report, in the shape shared.gallery._write_report writes."""
+    """One variant of a report, in the shape shared.harness._write_report writes."""
     return {"variant": name, "verdict": verdict, "detail": f"{name} detail", "device": "cpu",
             "seconds": 0.5, "note": "", "error": None, "checks": [], **fields}  # fmt: skip
 

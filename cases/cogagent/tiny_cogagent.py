@@ -27,7 +27,7 @@ from transformers import (
     PreTrainedModel,
 )
 
-from shared.checkpoints import quiet_hf_logging, save_checkpoint, sub_config
+from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp, sub_config
 
 IMAGE_SIZE, PATCH_SIZE = 32, 8  # 4 x 4 patches
 VOCAB_SIZE = 128  # one token per ASCII byte
@@ -91,7 +91,7 @@ def save_tiny_checkpoint() -> Path:
             model.cross_vision.embeddings.position_embeddings,
         ):
             parameter.normal_(std=0.02)
-    return save_checkpoint(model)
+    return save_pretrained_to_temp(model)
 
 
 def example_image() -> Image.Image:

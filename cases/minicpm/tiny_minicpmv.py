@@ -26,7 +26,7 @@ except ImportError:  # SigLIP arrived in transformers 4.37: on older ones a CLIP
     from transformers import CLIPVisionConfig as VisionConfig
     from transformers import CLIPVisionModel as VisionModel
 
-from shared.checkpoints import quiet_hf_logging, save_checkpoint, sub_config
+from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp, sub_config
 
 IMAGE_SIZE, PATCH_SIZE = 28, 7
 GRID = IMAGE_SIZE // PATCH_SIZE  # 4 x 4 patches, and as many resampler queries
@@ -138,7 +138,7 @@ def save_tiny_checkpoint() -> Path:
             num_key_value_heads=2, vocab_size=128, max_position_embeddings=64,
         ),
     )  # fmt: skip
-    return save_checkpoint(TinyMiniCPMV(config))
+    return save_pretrained_to_temp(TinyMiniCPMV(config))
 
 
 def example_batch(device: torch.device, batch_size: int = 2) -> dict:

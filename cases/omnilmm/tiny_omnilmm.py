@@ -30,8 +30,8 @@ from transformers import (
     SiglipVisionModel,
 )
 
-from shared.checkpoints import quiet_hf_logging, save_checkpoint
 from shared.checks import check_that
+from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp
 
 IMAGE_SIZE, PATCH_SIZE = 28, 7
 IMAGE_TOKENS = (IMAGE_SIZE // PATCH_SIZE) ** 2  # one LLM position per image patch
@@ -124,7 +124,7 @@ def save_tiny_checkpoint() -> Path:
             vision_hidden_size=tower.config.hidden_size,
         )
     )  # fmt: skip
-    folder = save_checkpoint(model)
+    folder = save_pretrained_to_temp(model)
     tower.save_pretrained(folder / VISION_FOLDER)
     return folder
 

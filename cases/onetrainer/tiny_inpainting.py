@@ -24,7 +24,7 @@ from diffusers import AutoencoderKL, DDIMScheduler, DDPMScheduler, UNet2DConditi
 from diffusers.utils import logging as diffusers_logging
 from PIL import Image
 
-from shared.checkpoints import quiet_hf_logging, save_checkpoint
+from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp
 
 IMAGE_SIZE = 16  # pixels; the VAE halves it: 8x8 latents
 BATCH = 2
@@ -64,7 +64,7 @@ def save_tiny_models() -> dict[str, Path]:
         norm_num_groups=4,
         latent_channels=4,
     )
-    return {"unet": save_checkpoint(unet), "vae": save_checkpoint(vae)}
+    return {"unet": save_pretrained_to_temp(unet), "vae": save_pretrained_to_temp(vae)}
 
 
 def load_models(checkpoints: dict[str, Path], dtype: torch.dtype, device: torch.device):

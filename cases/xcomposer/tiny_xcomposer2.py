@@ -37,7 +37,7 @@ try:
 except ImportError:  # transformers 4.x: the one CLIP processor works on PIL/numpy already
     from transformers import CLIPImageProcessor
 
-from shared.checkpoints import quiet_hf_logging, save_checkpoint, sub_config
+from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp, sub_config
 
 IMAGE_SIZE, PATCH_SIZE = 28, 7  # 4 x 4 patches
 TEXT_TOKENS, VOCAB_SIZE = 8, 128
@@ -116,7 +116,7 @@ def save_tiny_checkpoint() -> Path:
             num_key_value_heads=2, vocab_size=VOCAB_SIZE, max_position_embeddings=64,
         ),
     )  # fmt: skip
-    return save_checkpoint(TinyXComposer2(config))
+    return save_pretrained_to_temp(TinyXComposer2(config))
 
 
 def logits_dtype(model_dtype: torch.dtype) -> torch.dtype:

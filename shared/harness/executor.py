@@ -1,9 +1,9 @@
 """Run one variant script in *this* process and write its outcome as JSON.
 
 The harness calls :func:`execute` in a fresh child process (forked from a parent that only
-imported libraries, or spawned as ``python -m shared.executor SCRIPT RESULT``). The script runs
-exactly as ``python SCRIPT`` would; an exception it raises is recorded (type, message, the
-frames it passed through) and its traceback printed, as Python would print it.
+imported libraries, or spawned as ``python -m shared.harness.executor SCRIPT RESULT``). The
+script runs exactly as ``python SCRIPT`` would; an exception it raises is recorded (type,
+message, the frames it passed through) and its traceback printed, as Python would print it.
 """
 
 from __future__ import annotations

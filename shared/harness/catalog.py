@@ -14,8 +14,8 @@ from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-CASES_DIR = REPO_ROOT / "cases"
+from shared.harness.paths import CASES_DIR
+
 METADATA_FILE = "case.toml"
 
 # Packages whose versions an expectation or a requirement may depend on.

@@ -1,8 +1,9 @@
-"""Command line of the gallery: ``python -m shared.gallery run minicpm`` (what nox calls).
+"""The harness's command line: ``python -m shared.harness run|list|matrix|site|benchmark``.
 
-Prints the library versions and devices first, then one line per variant (verdict, device,
-seconds, the error seen or the measured error) and a summary; writes a JSON report per case;
-exits 1 when any verdict is an anomaly, 2 on bad input (unknown case, broken metadata).
+``run`` prints the library versions and devices first, then one line per variant (verdict,
+device, seconds, the error seen or the measured figure) and a summary, and writes a JSON report
+per case. Exit codes are :class:`ExitCode`: 1 when any verdict is an anomaly, 2 on bad input
+(unknown case, broken metadata, missing packages).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import enum
 import importlib.metadata
 import json
 import os
@@ -19,30 +21,28 @@ import textwrap
 import time
 from pathlib import Path
 
-INSTALL_HINT = (
-    "install the pinned set (pyproject.toml, group 'cases'): let nox do it (drop --no-venv), "
-    "or offline: pip install --no-index --find-links WHEELS_DIR <the pinned packages>"
+from shared.distributed import rank_backend, torchrun_ranks
+from shared.harness import INSTALL_HINT
+from shared.harness.catalog import (
+    VERSIONED_PACKAGES,
+    Case,
+    CaseError,
+    case_names,
+    load_case,
 )
+from shared.harness.paths import CASES_DIR, RUNS_DIR, WORK_DIR
+from shared.harness.runner import Job, preload, probe_cuda, run_jobs, start_method
+from shared.harness.verdicts import EXPECTED_KINDS, SKIPPED, Platform, Verdict, judge, skip_reason
 
-try:
-    from shared.cases import (
-        CASES_DIR,
-        REPO_ROOT,
-        VERSIONED_PACKAGES,
-        Case,
-        CaseError,
-        case_names,
-        load_case,
-    )
-    from shared.distributed import rank_backend, torchrun_ranks
-    from shared.runner import Job, preload, probe_cuda, run_jobs, start_method
-    from shared.verdicts import EXPECTED_KINDS, SKIPPED, Platform, Verdict, judge, skip_reason
-except ModuleNotFoundError as missing:  # e.g. `nox --no-venv` in an environment without them
-    print(f"gallery: error: {missing.name} is not installed for {sys.executable}; {INSTALL_HINT}",
-          file=sys.stderr)  # fmt: skip
-    sys.exit(2)
 
-REPORT_DIR = REPO_ROOT / ".gallery" / "runs"
+class ExitCode(enum.IntEnum):
+    """What the harness's commands exit with (as pytest's ExitCode)."""
+
+    OK = 0
+    ANOMALIES = 1  # a verdict is not the documented one (or a site check found problems)
+    USAGE_ERROR = 2  # bad input: unknown case or variant, broken metadata, missing packages
+
+
 KIND_WIDTH, NAME_WIDTH = 14, 26
 # Every case needs torch; other libraries are each case's `requires` (a case whose library is
 # missing, as in an upstream-era set, is SKIPPED with the reason).
@@ -51,16 +51,20 @@ REQUIRED_PACKAGES = ("torch",)
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    return int(args.handler(args))
+
+
+def _run_or_list(args: argparse.Namespace) -> ExitCode:
     try:
         names = case_names(args.cases_dir) if args.all or not args.cases else args.cases
         cases = [load_case(name, args.cases_dir) for name in names]
     except CaseError as exc:
         print(f"gallery: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE_ERROR
     if args.command == "list":
         for case in cases:
-            print(f"{case.name:12} {case.title}  ({len(case.variants)} variants)")
-        return 0
+            print(f"{case.name:22} {case.title}  ({len(case.variants)} variants)")
+        return ExitCode.OK
     missing = [name for name in REQUIRED_PACKAGES if not _version(name)]
     if missing:
         print(
@@ -68,13 +72,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{INSTALL_HINT}",
             file=sys.stderr,
         )
-        return 2
+        return ExitCode.USAGE_ERROR
     if args.only:
         cases = [_only_variants(case, args.only) for case in cases]
         unknown = set(args.only) - {v.name for case in cases for v in case.variants}
         if unknown:
             print(f"gallery: error: no variant named {sorted(unknown)}", file=sys.stderr)
-            return 2
+            return ExitCode.USAGE_ERROR
     return run(cases, args.jobs, args.report_dir, require_cuda=args.require_cuda)
 
 
@@ -82,7 +86,7 @@ def _only_variants(case: Case, names: list[str]) -> Case:
     return dataclasses.replace(case, variants=tuple(v for v in case.variants if v.name in names))
 
 
-def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool = False) -> int:
+def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool = False) -> ExitCode:
     started = time.perf_counter()
     method = start_method()
     if method == "fork":
@@ -90,13 +94,12 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
     platform = _platform()
     if require_cuda and not platform.cuda_devices:
         print("gallery: error: --require-cuda, but no CUDA GPU is visible here", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE_ERROR
     _print_header(platform, method, time.perf_counter() - started, parallel)
 
     verdicts: dict[str, list[tuple[str, Verdict]]] = {case.name: [] for case in cases}
     jobs = []
     threads = max(1, (os.cpu_count() or 1) // parallel)
-    work_root = REPO_ROOT / ".gallery" / "work"
     for case in cases:
         for variant in case.variants:
             ranks, device = 1, platform.default_device
@@ -107,7 +110,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
             if reason:
                 verdicts[case.name].append((variant.name, Verdict(SKIPPED, reason)))
             else:
-                job_dir = work_root / case.name / variant.name
+                job_dir = WORK_DIR / case.name / variant.name
                 jobs.append(Job(case, variant, job_dir, threads, ranks))
                 verdicts[case.name].append((variant.name, None))  # filled in below
 
@@ -128,23 +131,42 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m shared.gallery", description=__doc__)
-    parser.add_argument("command", choices=("run", "list"))
-    parser.add_argument("cases", nargs="*", help="case names (default: all)")
-    parser.add_argument("--all", action="store_true", help="every case under cases/")
-    parser.add_argument(
-        "--jobs", type=int, default=os.cpu_count() or 1, help="variants run at once"
+    from shared.harness import benchmark, matrix
+    from shared.harness.site import cli as site_cli
+
+    parser = argparse.ArgumentParser(
+        prog="python -m shared.harness",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--report-dir", type=Path, default=REPORT_DIR, help="JSON reports")
-    parser.add_argument(
-        "--only", action="append", metavar="VARIANT", help="run only this variant (repeatable)"
-    )
-    parser.add_argument(
-        "--require-cuda", action="store_true", help="refuse to run without a CUDA GPU"
-    )
-    parser.add_argument("--cases-dir", type=Path, default=CASES_DIR, help=argparse.SUPPRESS)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, help_text in (
+        ("run", "run cases: broken must fail as documented, fixed must pass"),
+        ("list", "list the cases"),
+    ):
+        command = commands.add_parser(name, help=help_text)
+        command.set_defaults(handler=_run_or_list)
+        command.add_argument("cases", nargs="*", help="case names (default: all)")
+        command.add_argument("--all", action="store_true", help="every case under cases/")
+        command.add_argument("--cases-dir", type=Path, default=CASES_DIR, help=argparse.SUPPRESS)
+        if name == "run":
+            command.add_argument(
+                "--jobs", type=int, default=os.cpu_count() or 1, help="variants run at once"
+            )
+            command.add_argument(
+                "--report-dir", type=Path, default=RUNS_DIR, help="where JSON reports go"
+            )
+            command.add_argument(
+                "--only", action="append", metavar="VARIANT", help="run only this variant"
+            )
+            command.add_argument(
+                "--require-cuda", action="store_true", help="refuse to run without a CUDA GPU"
+            )
+    matrix.add_commands(commands.add_parser("matrix", help="the regression matrix's tables"))
+    site_cli.add_commands(commands.add_parser("site", help="build or check the static site"))
+    benchmark.add_arguments(commands.add_parser("benchmark", help="time the gallery"))
     args = parser.parse_args(argv)
-    if args.jobs < 1:
+    if args.command == "run" and args.jobs < 1:
         parser.error("--jobs must be at least 1")
     return args
 
@@ -204,16 +226,16 @@ def _print_case_summary(case_name: str, case_verdicts: list[tuple[str, Verdict]]
     print(f"  => {case_name}: {counts} -- {status}")
 
 
-def _print_total(verdicts: list[Verdict], seconds: float) -> int:
+def _print_total(verdicts: list[Verdict], seconds: float) -> ExitCode:
     anomalies = sum(v.is_anomaly for v in verdicts)
     expected = sum(v.kind in EXPECTED_KINDS for v in verdicts)
     skipped = sum(v.kind == SKIPPED for v in verdicts)
     summary = f"{expected} as documented, {anomalies} anomalies, {skipped} skipped"
     if anomalies:
         print(f"\ngallery: FAILED ({summary}) in {seconds:.1f} s")
-        return 1
+        return ExitCode.ANOMALIES
     print(f"\ngallery: OK ({summary}) in {seconds:.1f} s")
-    return 0
+    return ExitCode.OK
 
 
 def _write_report(
@@ -244,7 +266,3 @@ def _write_report(
     }
     path = report_dir / f"{case.name}.json"
     path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

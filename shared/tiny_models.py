@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 
-def save_checkpoint(model) -> Path:
+def save_pretrained_to_temp(model) -> Path:
     """Save ``model`` (a PreTrainedModel / ModelMixin) to a temporary folder and return it.
 
     The folder is removed when the process exits; the harness also points ``tempfile`` at a

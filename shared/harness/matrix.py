@@ -3,7 +3,7 @@
 `nox -s matrix` runs the gallery once per library set (each in its own environment) with its
 JSON reports in `.gallery/matrix/<set>/`, then calls
 
-    python -m shared.matrix collect SET REPORT_DIR
+    python -m shared.harness matrix collect SET REPORT_DIR
 
 which stores that set's observations in `reports/matrix/sets/SET.json` and rewrites the tables
 from every stored set: `reports/matrix/matrix.md`, `matrix.json`, and `<case>.json` per case
@@ -19,10 +19,9 @@ import os
 import sys
 from pathlib import Path
 
-from shared.cases import REPO_ROOT
-from shared.verdicts import ANOMALIES
+from shared.harness.paths import MATRIX_DIR
+from shared.harness.verdicts import ANOMALIES
 
-MATRIX_DIR = Path(os.environ.get("GALLERY_MATRIX_DIR", REPO_ROOT / "reports" / "matrix"))
 SHOWN_VERSIONS = ("torch", "transformers", "diffusers", "peft", "accelerate")
 
 
@@ -111,15 +110,18 @@ def _cell(row: dict) -> str:
     return f"{row['verdict']} ({row['device']}): `{message}`"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m shared.matrix")
-    commands = parser.add_subparsers(dest="command", required=True)
+def add_commands(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="matrix_command", required=True)
     collect = commands.add_parser("collect", help="store a set's reports, rebuild the tables")
     collect.add_argument("library_set")
     collect.add_argument("report_dir", type=Path)
-    collect.add_argument("--matrix-dir", type=Path, default=MATRIX_DIR)
-    args = parser.parse_args(argv)
+    # GALLERY_MATRIX_DIR: where a test run of the matrix session writes instead.
+    default_dir = Path(os.environ.get("GALLERY_MATRIX_DIR", MATRIX_DIR))
+    collect.add_argument("--matrix-dir", type=Path, default=default_dir)
+    collect.set_defaults(handler=collect_command)
 
+
+def collect_command(args: argparse.Namespace) -> int:
     rows = observations(args.library_set, args.report_dir)
     if not rows:
         print(f"matrix: error: no gallery reports in {args.report_dir}", file=sys.stderr)
@@ -133,7 +135,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"matrix: CHANGED on {args.library_set}: {row['case']}/{row['variant']} "
               f"{row['verdict']}: {row['message']}", file=sys.stderr)  # fmt: skip
     return 1 if changed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

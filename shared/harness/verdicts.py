@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from shared.cases import Expectation, Requirements, Variant
-from shared.runner import Outcome
+from shared.harness.catalog import Expectation, Requirements, Variant
+from shared.harness.runner import Outcome
 
 REPRODUCED, PASSED, SKIPPED = "REPRODUCED", "PASSED", "SKIPPED"
 WRONG_ERROR, NOT_REPRODUCED, FIX_FAILED = "WRONG-ERROR", "NOT-REPRODUCED", "FIX-FAILED"

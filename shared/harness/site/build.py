@@ -1,74 +1,40 @@
-"""Static HTML site of the gallery: ``python -m shared.site build``, then ``... check``.
+"""Build the static site: an index with one card per case and a page per case.
 
-build: an index with one card per case and a page per case (last verdicts, captured errors,
-measured errors, the broken -> fixed diff, the version matrix, when and where it was last
-verified, the README), from the case folders and the JSON reports. Every page links relatively,
-so the site works from file:// as well as from any static server.
-
-check: serves the built site on 127.0.0.1, loads every page in headless Chromium (Playwright),
-fails on console errors, page errors, failed requests and broken internal links, and saves a
-full-page screenshot of each page. Exits 0 when clean, 1 on problems, 2 when it cannot run.
+A case page shows the last verdicts, each variant's captured output, captured errors, measured
+errors, the broken -> fixed diff of every declared pair, the version matrix, when and where it
+was last verified (CPU and CUDA), and the README, from the case folders and the JSON reports.
+Every page links relatively, so the site works from file:// as well as from any static server.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import datetime
 import difflib
-import functools
-import http.server
 import json
 import re
 import shutil
 import sys
-import threading
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-try:
-    import jinja2
-    import markdown
-    import pygments
-    from markupsafe import Markup
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexers import PythonLexer
+import jinja2
+import markdown
+import pygments
+from markupsafe import Markup
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
 
-    from shared.cases import CASES_DIR, REPO_ROOT, Case, CaseError, case_names, load_case
-    from shared.verdicts import EXPECTED_KINDS, PASSED, REPRODUCED, SKIPPED
-except ModuleNotFoundError as missing:
-    print(f"site: error: {missing.name} is not installed for {sys.executable}; install the "
-          f"'site' group of pyproject.toml", file=sys.stderr)  # fmt: skip
-    sys.exit(2)
+from shared.harness.catalog import Case, CaseError, case_names, load_case
+from shared.harness.paths import CASES_DIR, CUDA_DIR, MATRIX_DIR, RUNS_DIR
+from shared.harness.verdicts import EXPECTED_KINDS, PASSED, REPRODUCED, SKIPPED
 
-TEMPLATES_DIR = Path(__file__).with_name("site_templates")
-DEFAULT_OUT = REPO_ROOT / ".gallery" / "site"
-DEFAULT_RUNS = REPO_ROOT / ".gallery" / "runs"
-DEFAULT_MATRIX = REPO_ROOT / "reports" / "matrix"
-DEFAULT_CUDA = REPO_ROOT / "reports" / "cuda"
-DEFAULT_SCREENSHOTS = REPO_ROOT / ".gallery" / "site-screenshots"
+TEMPLATES_DIR = Path(__file__).with_name("templates")
 # Written into every built site: `build` only ever wipes a folder that holds it.
 SITE_MARKER = ".gallery-site"
 # Case files copied next to the case page, so the README's relative links keep working.
 SOURCE_PATTERNS = ("*.py", "*.toml", "*.md")
 DIFF_CONTEXT_LINES = 5
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-BROWSER_HINT = (
-    "the check needs Debian's chromium and Python playwright: "
-    "`apt-get install -y chromium` and `pip install playwright` "
-    "(never `playwright install`: the system chromium is used)"
-)
 
 
 class SiteError(Exception):
@@ -124,9 +90,9 @@ class CasePage:
 
 def build(
     out: Path,
-    runs_dir: Path = DEFAULT_RUNS,
-    matrix_dir: Path = DEFAULT_MATRIX,
-    cuda_dir: Path = DEFAULT_CUDA,
+    runs_dir: Path = RUNS_DIR,
+    matrix_dir: Path = MATRIX_DIR,
+    cuda_dir: Path = CUDA_DIR,
     cases_dir: Path = CASES_DIR,
 ) -> list[str]:
     """Write the site into ``out`` (replacing an earlier build); return the pages written."""
@@ -370,166 +336,3 @@ def _clear(out: Path) -> None:
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
-
-
-# ---------------------------------------------------------------------------------------------
-# check
-
-
-def check(out: Path, screenshot_dir: Path = DEFAULT_SCREENSHOTS) -> list[str]:
-    """Load every page of the site in Chromium; return the problems found (empty: clean)."""
-    try:
-        from playwright.sync_api import Error as PlaywrightError
-        from playwright.sync_api import sync_playwright
-    except ModuleNotFoundError:
-        raise SiteError(
-            f"playwright is not installed for {sys.executable}; {BROWSER_HINT}"
-        ) from None
-    if not CHROMIUM.is_file():
-        raise SiteError(f"{CHROMIUM} not found; {BROWSER_HINT}")
-    pages = sorted(
-        (path.relative_to(out).as_posix() for path in out.rglob("*.html")),
-        key=lambda page: (page != "index.html", page),
-    )
-    if "index.html" not in pages:
-        raise SiteError(f"no index.html in {out}: build it first (python -m shared.site build)")
-    screenshot_dir.mkdir(parents=True, exist_ok=True)
-
-    problems: list[str] = []
-    links = LinkChecker()
-    with _serve(out) as base, sync_playwright() as playwright:
-        try:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        except PlaywrightError as exc:
-            raise SiteError(f"chromium did not start: {exc}; {BROWSER_HINT}") from None
-        for path in pages:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            _watch(page, path, base, problems)
-            try:
-                page.goto(base + path, wait_until="load")
-            except PlaywrightError as exc:
-                problems.append(f"{path}: did not load: {exc}")
-            else:
-                screenshot = screenshot_dir / f"{path.removesuffix('.html').replace('/', '__')}.png"
-                page.screenshot(path=screenshot, full_page=True)
-                problems += links.check(page, path, base)
-            page.close()
-            print(f"site: checked {path}")
-        browser.close()
-    for url, path in sorted(links.external.items()):
-        print(f"site: external link, not fetched: {url}  (on {path})")
-    return problems
-
-
-class LinkChecker:
-    """Checks each page's <a href> links: internal ones must answer HTTP 200 (asked once each);
-    external ones are only listed."""
-
-    def __init__(self) -> None:
-        self.status: dict[str, int] = {}
-        self.external: dict[str, str] = {}  # link -> the first page that has it
-
-    def check(self, page, path: str, base: str) -> list[str]:
-        problems = []
-        for href, url in page.eval_on_selector_all(
-            "a[href]", "links => links.map(a => [a.getAttribute('href'), a.href])"
-        ):
-            if href.startswith("/") and not href.startswith("//"):
-                problems.append(f"{path}: link {href!r} is absolute: it breaks from file://")
-            elif not url.startswith(base):
-                self.external.setdefault(url, path)
-            else:
-                target = url.split("#", 1)[0]
-                if target not in self.status:
-                    self.status[target] = page.request.get(target).status
-                if self.status[target] != 200:
-                    problems.append(f"{path}: broken link {href!r} (HTTP {self.status[target]})")
-        return problems
-
-
-def _watch(page, path: str, base: str, problems: list[str]) -> None:
-    """Record every console error, page error and failed request; fetch nothing from outside."""
-
-    def only_local(route) -> None:
-        if route.request.url.startswith(base):
-            route.continue_()
-        else:
-            problems.append(f"{path}: requests {route.request.url} from outside the site")
-            route.abort()
-
-    def failed(request) -> None:
-        if request.url.startswith(base):  # outside requests are reported by only_local
-            problems.append(f"{path}: request failed: {request.url} ({request.failure})")
-
-    page.route("**/*", only_local)
-    page.on("requestfailed", failed)
-    page.on("pageerror", lambda error: problems.append(f"{path}: page error: {error}"))
-    page.on("console", lambda message: message.type == "error" and problems.append(
-        f"{path}: console error: {message.text}"))  # fmt: skip
-    page.on("response", lambda response: response.status >= 400 and problems.append(
-        f"{path}: HTTP {response.status} for {response.url}"))  # fmt: skip
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args) -> None:  # the check reports what matters
-        pass
-
-
-@contextlib.contextmanager
-def _serve(directory: Path) -> Iterator[str]:
-    """Serve ``directory`` on a free port of 127.0.0.1; yield its base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
-# ---------------------------------------------------------------------------------------------
-# command line
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _parse_args(argv)
-    try:
-        if args.command == "build":
-            pages = build(args.out, args.runs, args.matrix, args.cuda, args.cases_dir)
-            print(f"site: built {len(pages)} pages in {args.out}")
-            return 0
-        problems = check(args.out, args.screenshot)
-    except SiteError as exc:
-        print(f"site: error: {exc}", file=sys.stderr)
-        return 2
-    for problem in problems:
-        print(f"site: FAILED {problem}", file=sys.stderr)
-    if problems:
-        print(f"site: check FAILED: {len(problems)} problem(s)", file=sys.stderr)
-        return 1
-    print(f"site: check OK; screenshots in {args.screenshot}")
-    return 0
-
-
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m shared.site",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("command", choices=("build", "check"))
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the site folder")
-    parser.add_argument("--runs", type=Path, default=DEFAULT_RUNS, help="gallery run reports")
-    parser.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="version matrices")
-    parser.add_argument("--cuda", type=Path, default=DEFAULT_CUDA, help="CUDA run reports")
-    parser.add_argument("--screenshot", type=Path, default=DEFAULT_SCREENSHOTS,
-                        help="where check saves a PNG per page")  # fmt: skip
-    parser.add_argument("--cases-dir", type=Path, default=CASES_DIR, help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

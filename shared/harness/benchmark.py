@@ -1,6 +1,6 @@
 """Benchmark: what a gallery run costs next to the floor of one bare import of its libraries.
 
-    python -m shared.benchmark [--repeat N]        (or: nox -s benchmark)
+    python -m shared.harness benchmark [--repeat N]        (or: nox -s benchmark)
 
 Measures, in one run, side by side:
 1. the floor: one bare process importing the libraries (and classes) the variants import;
@@ -21,8 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from shared.cases import REPO_ROOT, case_names, load_case
-from shared.runner import PRELOAD, imports_of
+from shared.harness.catalog import case_names, load_case
+from shared.harness.paths import REPO_ROOT
+from shared.harness.runner import PRELOAD, imports_of
 
 NOX = [sys.executable, "-m", "nox"]
 TARGETS = {  # (figure, limit, how it is compared)
@@ -66,10 +67,12 @@ def disk_kib(*paths: Path) -> int:
     return int(output.stdout.strip().splitlines()[-1].split()[0])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per warm figure (median)")
-    args = parser.parse_args()
+    parser.set_defaults(handler=measure)
+
+
+def measure(args: argparse.Namespace) -> int:
 
     print("warming up: creating/refreshing the nox environments ...", flush=True)
     timed([*NOX, "-s", "case-minicpm", "cases"])
@@ -108,7 +111,4 @@ def main() -> None:
         limit = TARGETS[name]
         print(f"{name:34} {value:9.2f} {'<= ' + format(limit, 'g'):>8}  "
               f"{'met' if value <= limit else 'MISSED'}")  # fmt: skip
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -4,10 +4,10 @@ Two ways to start a child, same result:
 - fork (default on Linux/macOS): the parent has only *imported* the heavy libraries (no model
   built, no default dtype or autocast changed, CUDA never initialised), so each forked child
   starts from a clean state without paying the 2-4 s import again;
-- spawn: ``python -m shared.executor SCRIPT RESULT`` in a new interpreter, used everywhere
+- spawn: ``python -m shared.harness.executor SCRIPT RESULT`` in a new interpreter, used everywhere
   when ``GALLERY_START=spawn`` is set; torchrun variants then run the real `torchrun` command.
 Forked torchrun variants use torchrun's launcher in the child, which forks the ranks
-(``shared.executor.launch_ranks``).
+(``shared.harness.executor.launch_ranks``).
 Each child leads its own process group, so a timeout kills everything it started.
 """
 
@@ -28,10 +28,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shared.cases import REPO_ROOT, Case, Variant
+from shared.harness.catalog import Case, Variant
+from shared.harness.paths import REPO_ROOT
 
 START_METHOD_VARIABLE = "GALLERY_START"
 POLL_SECONDS = 0.02
+EXECUTOR = "shared.harness.executor"  # the module a spawned child runs
 # Imported once in the parent so that forked children share them, whatever the cases import.
 PRELOAD = ("torch", "transformers", "diffusers", "peft", "accelerate")
 
@@ -109,9 +111,7 @@ def probe_cuda() -> list[str]:
     The parent must never initialise CUDA: a child forked after that could not use the GPU.
     """
     if start_method() == "spawn":
-        code = (
-            "import json; from shared.runner import _cuda_names; print(json.dumps(_cuda_names()))"
-        )
+        code = "import json, shared.harness.runner as r; print(json.dumps(r._cuda_names()))"
         names = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True
         ).stdout
@@ -167,10 +167,16 @@ class _Child:
             command = [
                 sys.executable, "-m", "torch.distributed.run", "--standalone",
                 f"--nproc-per-node={self.job.ranks}",
-                "-m", "shared.executor", script, str(self.result_path),
+                "-m", EXECUTOR, script, str(self.result_path),
             ]  # fmt: skip
         else:
-            command = [sys.executable, "-m", "shared.executor", script, str(self.result_path)]
+            command = [
+                sys.executable,
+                "-m",
+                "shared.harness.executor",
+                script,
+                str(self.result_path),
+            ]
         env = {
             **os.environ,
             "PYTHONPATH": _with_repo_root(os.environ.get("PYTHONPATH")),
@@ -202,7 +208,7 @@ class _Child:
             sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
             if "torch" in sys.modules:
                 sys.modules["torch"].set_num_threads(self.job.threads)
-            from shared.executor import execute, launch_ranks
+            from shared.harness.executor import execute, launch_ranks
 
             if self.job.variant.launcher == "torchrun":
                 exit_code = launch_ranks(self.job.variant.script, self.result_path, self.job.ranks)

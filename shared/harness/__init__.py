@@ -1,0 +1,14 @@
+"""The harness: runs case variants and judges them. Case scripts never import from here.
+
+- ``catalog``: the case folders and their ``case.toml`` (validated on load).
+- ``report``: the one format of what a run observed (per process, per variant, per case).
+- ``runner`` / ``executor``: each variant in a fresh process, with a time limit.
+- ``verdicts``: observation + expectation -> REPRODUCED, PASSED, SKIPPED or an anomaly.
+- ``cli``: ``python -m shared.harness run|list|matrix|site|benchmark``.
+- ``matrix``: the regression matrix's tables; ``site``: the static site; ``benchmark``.
+"""
+
+INSTALL_HINT = (
+    "install the pinned set (pyproject.toml, group 'cases'): let nox do it (drop --no-venv), "
+    "or offline: pip install --no-index --find-links WHEELS_DIR <the pinned packages>"
+)

@@ -1,0 +1,27 @@
+"""Where the harness reads and writes, relative to the repository (one place for each)."""
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CASES_DIR = REPO_ROOT / "cases"
+GALLERY_DIR = REPO_ROOT / ".gallery"  # git-ignored: what a run leaves behind
+RUNS_DIR = GALLERY_DIR / "runs"  # the last run's JSON report per case
+WORK_DIR = GALLERY_DIR / "work"  # each variant's result, output and temporary files
+SITE_DIR = GALLERY_DIR / "site"
+SCREENSHOT_DIR = GALLERY_DIR / "site-screenshots"
+MATRIX_REPORTS_DIR = GALLERY_DIR / "matrix"  # a matrix set's raw reports before `collect`
+REPORTS_DIR = REPO_ROOT / "reports"  # committed: what was measured and is kept
+MATRIX_DIR = REPORTS_DIR / "matrix"
+CUDA_DIR = REPORTS_DIR / "cuda"
+
+
+def relative(path: str | Path) -> str:
+    """``path`` relative to the repository when inside it, else to its site-packages."""
+    text = str(path)
+    root = f"{REPO_ROOT}/"
+    if text.startswith(root):
+        return text[len(root) :]
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in text:
+            return text.split(marker, 1)[1]
+    return text

@@ -1,0 +1,1 @@
+"""The gallery's static site: ``build`` (no browser needed) and ``check`` (headless Chromium)."""
