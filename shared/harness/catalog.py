@@ -20,7 +20,24 @@ METADATA_FILE = "case.toml"
 
 # Packages whose versions an expectation or a requirement may depend on.
 VERSIONED_PACKAGES = ("torch", "transformers", "diffusers", "peft", "accelerate")
-EXPECTS = ("error", "pass")
+# error: raises the documented exception; symptom: runs clean, a measured figure is out of
+# range; warning: runs clean, the library issues the documented warning; pass: a fix, clean
+# and checked; absent: a broken variant on versions where the failure does not happen.
+EXPECTS = ("error", "symptom", "warning", "pass", "absent")
+FAILURES = ("error", "symptom", "warning")
+# The keys of an expectation; a `when` entry may override any of them.
+EXPECTATION_KEYS = (
+    "expect", "error", "message", "raised_in", "culprit", "symptom", "above", "below",
+    "warning", "issued_in", "note",
+)  # fmt: skip
+# What each kind of expectation takes besides `expect` and `note` (the others are refused).
+KEYS_OF = {
+    "error": {"error", "message", "raised_in", "culprit"},
+    "symptom": {"symptom", "above", "below"},
+    "warning": {"warning", "message", "issued_in"},
+    "pass": set(),
+    "absent": {"symptom", "above", "below", "warning", "message", "issued_in"},
+}
 LAUNCHERS = ("python", "torchrun")
 
 
@@ -42,16 +59,34 @@ class Requirements:
 
 @dataclass(frozen=True)
 class Expectation:
-    """What a variant is documented to do: raise a given error, or pass and be right."""
+    """What a variant is documented to do (see EXPECTS)."""
 
     expect: str
-    error: str = ""
-    messages: tuple[str, ...] = ()
-    raised_in: str = ""
+    error: str = ""  # exception type
+    messages: tuple[str, ...] = ()  # regexes (re.search): the exception's or warning's message
+    raised_in: str = ""  # regex over the exception's frames ("path:function")
+    culprit: str = ""  # regex over the module the mismatch guard names
+    symptom: str = ""  # the label a shared.checks.measure_* call recorded
+    above: float | None = None  # the failure: the measured figure > above ...
+    below: float | None = None  # ... or < below
+    warning: str = ""  # warning category
+    issued_in: str = ""  # regex over where the warning was attributed ("path:lineno")
     note: str = ""
 
     def message_matches(self, message: str) -> bool:
         return any(re.search(pattern, message) for pattern in self.messages)
+
+    def symptom_present(self, value: float) -> bool:
+        """Whether a measured figure is the documented failure (NaN counts as failure)."""
+        if value != value:  # NaN
+            return True
+        if self.above is not None:
+            return value > self.above
+        return value < self.below
+
+    @property
+    def threshold_text(self) -> str:
+        return f"above {self.above:g}" if self.above is not None else f"below {self.below:g}"
 
 
 @dataclass(frozen=True)
@@ -65,11 +100,16 @@ class Condition:
     def holds(self, versions: dict[str, str | None], device: str) -> bool:
         if self.device and self.device != device:
             return False
-        for name, spec in self.packages.items():
-            version = versions.get(name)
-            if version is None or not spec.contains(version, prereleases=True):
-                return False
-        return True
+        return unmet_version(self.packages, versions) is None
+
+
+def unmet_version(packages: dict[str, SpecifierSet], versions: dict[str, str | None]) -> str | None:
+    """The first package whose installed version is outside its specifier, said plainly."""
+    for name, spec in packages.items():
+        version = versions.get(name)
+        if version is None or not spec.contains(version, prereleases=True):
+            return f"needs {name}{spec}, found {version or 'none'}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -82,6 +122,7 @@ class Variant:
     timeout: float = 300.0
     launcher: str = "python"
     ranks: int = 1
+    fixes: str = ""  # the broken variant this one fixes: their diff is the fix
 
     def expectation_for(self, versions: dict[str, str | None], device: str) -> Expectation:
         """The base expectation, overridden by the first ``when`` entry that holds."""
@@ -143,8 +184,20 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise CaseError(f"{where}: variant names must be unique, repeated: {duplicated}")
-    if not any(v.expectation.expect == "error" for v in variants):
-        raise CaseError(f"{where}: a case needs at least one variant with expect = 'error'")
+    if not any(v.expectation.expect in FAILURES for v in variants):
+        raise CaseError(f"{where}: a case needs at least one variant that fails: expect = "
+                        f"{' / '.join(repr(kind) for kind in FAILURES)}")  # fmt: skip
+    by_name = {variant.name: variant for variant in variants}
+    for variant in variants:
+        fixed = by_name.get(variant.fixes)
+        if variant.fixes and (fixed is None or fixed.expectation.expect not in FAILURES):
+            raise CaseError(
+                f"{where} ({variant.name}): fixes = {variant.fixes!r} must "
+                "name a failing variant (error / symptom / warning) of this case"
+            )
+        if variant.fixes and variant.expectation.expect != "pass":
+            raise CaseError(f"{where} ({variant.name}): only a variant with expect = 'pass' "
+                            "fixes another")  # fmt: skip
     if not any(v.expectation.expect == "pass" for v in variants):
         raise CaseError(f"{where}: a case needs at least one variant with expect = 'pass'")
     return Case(
@@ -160,10 +213,11 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
 
 
 def _parse_variant(raw: dict, folder: Path, case_requires: Requirements, where: str) -> Variant:
-    expectation_keys = {"expect", "error", "message", "raised_in", "note"}
+    expectation_keys = set(EXPECTATION_KEYS)
     _only_keys(
         raw,
-        {"name", "script", "timeout", "launcher", "ranks", "requires", "when"} | expectation_keys,
+        {"name", "script", "timeout", "launcher", "ranks", "requires", "when", "fixes"}
+        | expectation_keys,
         where,
     )
     name = _need_str(raw, "name", where)
@@ -197,6 +251,7 @@ def _parse_variant(raw: dict, folder: Path, case_requires: Requirements, where: 
         timeout=float(timeout),
         launcher=launcher,
         ranks=ranks,
+        fixes=_optional_str(raw, "fixes", where),
     )
 
 
@@ -204,47 +259,73 @@ def _parse_expectation(raw: dict, where: str) -> Expectation:
     expect = raw.get("expect")
     if expect not in EXPECTS:
         raise CaseError(f"{where}: expect must be one of {EXPECTS}, got {expect!r}")
-    for key in ("error", "raised_in", "note"):
-        if not isinstance(raw.get(key, ""), str):
-            raise CaseError(f"{where}: '{key}' must be a string")
+    refused = sorted(set(raw) - KEYS_OF[expect] - {"expect", "note"})
+    if refused:
+        raise CaseError(f"{where}: expect = {expect!r} takes no {refused}")
+    for key in ("error", "raised_in", "culprit", "symptom", "warning", "issued_in", "note"):
+        _optional_str(raw, key, where)
     messages = raw.get("message", ())
     messages = (messages,) if isinstance(messages, str) else tuple(messages)
-    for pattern in (*messages, raw.get("raised_in", "")):
+    for pattern in (*messages, *(raw.get(k, "") for k in ("raised_in", "culprit", "issued_in"))):
         try:
             re.compile(pattern)
         except (re.error, TypeError) as exc:
             raise CaseError(f"{where}: bad regular expression {pattern!r}: {exc}") from None
+    bounds = {key: raw[key] for key in ("above", "below") if key in raw}
+    for key, value in bounds.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CaseError(f"{where}: {key} must be a number")
     if expect == "error" and not (raw.get("error") and messages):
         raise CaseError(f"{where}: expect = 'error' needs both 'error' (type) and 'message'")
-    if expect == "pass" and (raw.get("error") or messages or raw.get("raised_in")):
-        raise CaseError(f"{where}: expect = 'pass' takes no error, message or raised_in")
+    if expect == "warning" and not (raw.get("warning") and messages):
+        raise CaseError(
+            f"{where}: expect = 'warning' needs both 'warning' (category) and 'message'"
+        )
+    if expect == "symptom" and not (raw.get("symptom") and len(bounds) == 1):
+        raise CaseError(f"{where}: expect = 'symptom' needs 'symptom' (the measured label) and "
+                        "exactly one of 'above' / 'below' (where the failure starts)")  # fmt: skip
+    if expect == "absent" and raw.get("symptom") and len(bounds) != 1:
+        raise CaseError(f"{where}: an absent symptom needs exactly one of 'above' / 'below'")
     return Expectation(
         expect=expect,
         error=raw.get("error", ""),
         messages=messages,
         raised_in=raw.get("raised_in", ""),
+        culprit=raw.get("culprit", ""),
+        symptom=raw.get("symptom", ""),
+        above=bounds.get("above"),
+        below=bounds.get("below"),
+        warning=raw.get("warning", ""),
+        issued_in=raw.get("issued_in", ""),
         note=raw.get("note", ""),
     )
 
 
 def _parse_condition(raw: dict, base: Expectation, where: str) -> Condition:
-    override_keys = {"expect", "error", "message", "raised_in", "note"}
-    _only_keys(raw, {"device", *VERSIONED_PACKAGES} | override_keys, where)
-    overrides = {k: raw[k] for k in override_keys if k in raw}
+    _only_keys(raw, {"device", *VERSIONED_PACKAGES, *EXPECTATION_KEYS}, where)
+    overrides = {k: raw[k] for k in EXPECTATION_KEYS if k in raw}
     if not overrides:
         raise CaseError(f"{where}: a 'when' entry must override something")
     if raw.get("device", "cpu") not in ("cpu", "cuda"):
         raise CaseError(f"{where}: device must be 'cpu' or 'cuda'")
-    merged = {
-        "expect": base.expect,
+    inherited = {
         "error": base.error,
         "message": list(base.messages),
         "raised_in": base.raised_in,
-        "note": base.note,
-        **overrides,
+        "culprit": base.culprit,
+        "symptom": base.symptom,
+        "above": base.above,
+        "below": base.below,
+        "warning": base.warning,
+        "issued_in": base.issued_in,
     }
-    if merged["expect"] == "pass":  # a pass has no error fields to inherit
-        merged = {"expect": "pass", "note": merged["note"]}
+    if {"above", "below"} & set(overrides):  # a new bound replaces the old one
+        inherited.update(above=None, below=None)
+    expect = overrides.get("expect", base.expect)
+    # Inherit what the kind takes: an `absent` entry keeps the base symptom or warning to check.
+    merged = {k: v for k, v in inherited.items() if k in KEYS_OF.get(expect, set())}
+    merged = {k: v for k, v in merged.items() if v not in (None, "", [])}
+    merged.update({"expect": expect, "note": base.note, **overrides})
     return Condition(
         packages={p: _specifier(raw[p], where) for p in VERSIONED_PACKAGES if p in raw},
         device=raw.get("device", ""),
@@ -290,6 +371,13 @@ def _only_keys(raw: dict, allowed: set[str], where: str) -> None:
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise CaseError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+
+
+def _optional_str(raw: dict, key: str, where: str) -> str:
+    value = raw.get(key, "")
+    if not isinstance(value, str):
+        raise CaseError(f"{where}: '{key}' must be a string")
+    return value
 
 
 def _need_str(raw: dict, key: str, where: str) -> str:

@@ -13,7 +13,6 @@ import dataclasses
 import datetime
 import enum
 import importlib.metadata
-import json
 import os
 import platform as python_platform
 import sys
@@ -31,8 +30,9 @@ from shared.harness.catalog import (
     load_case,
 )
 from shared.harness.paths import CASES_DIR, RUNS_DIR, WORK_DIR
+from shared.harness.report import EXPECTED_KINDS, SKIPPED, CaseReport, Verdict
 from shared.harness.runner import Job, preload, probe_cuda, run_jobs, start_method
-from shared.harness.verdicts import EXPECTED_KINDS, SKIPPED, Platform, Verdict, judge, skip_reason
+from shared.harness.verdicts import Platform, judge, skip_reason
 
 
 class ExitCode(enum.IntEnum):
@@ -97,7 +97,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
         return ExitCode.USAGE_ERROR
     _print_header(platform, method, time.perf_counter() - started, parallel)
 
-    verdicts: dict[str, list[tuple[str, Verdict]]] = {case.name: [] for case in cases}
+    verdicts: dict[str, list[Verdict | None]] = {case.name: [] for case in cases}
     jobs = []
     threads = max(1, (os.cpu_count() or 1) // parallel)
     for case in cases:
@@ -108,25 +108,26 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
                 device = rank_backend(ranks, platform.cuda_devices)[1]
             reason = skip_reason(variant.requires, platform, device)
             if reason:
-                verdicts[case.name].append((variant.name, Verdict(SKIPPED, reason)))
+                verdicts[case.name].append(Verdict(SKIPPED, reason, variant=variant.name))
             else:
-                job_dir = WORK_DIR / case.name / variant.name
-                jobs.append(Job(case, variant, job_dir, threads, ranks))
-                verdicts[case.name].append((variant.name, None))  # filled in below
+                jobs.append(Job(case, variant, WORK_DIR / case.name / variant.name, threads, ranks))
+                verdicts[case.name].append(None)  # filled in below
 
     results = run_jobs(jobs, parallel)
     for case in cases:
         print(f"\n{case.name}: {case.title}\n  upstream: {case.issue}")
-        for index, (variant_name, verdict) in enumerate(verdicts[case.name]):
+        case_verdicts = verdicts[case.name]
+        for index, verdict in enumerate(case_verdicts):
             if verdict is None:
                 job, outcome = next(results)
                 verdict = judge(job.variant, outcome, platform)
-                verdicts[case.name][index] = (variant_name, verdict)
-            _print_verdict(variant_name, verdict)
-        _print_case_summary(case.name, verdicts[case.name])
-        _write_report(report_dir, case, platform, verdicts[case.name])
+                verdict.variant = job.variant.name
+                case_verdicts[index] = verdict
+            _print_verdict(verdict)
+        _print_case_summary(case.name, case_verdicts)
+        _case_report(case, platform, case_verdicts).write(report_dir)
 
-    all_verdicts = [v for case_verdicts in verdicts.values() for _, v in case_verdicts]
+    all_verdicts = [v for case_verdicts in verdicts.values() for v in case_verdicts]
     return _print_total(all_verdicts, time.perf_counter() - started)
 
 
@@ -201,22 +202,25 @@ def _print_header(platform: Platform, method: str, preload_s: float, parallel: i
     print(f"variants: fresh process each, {how}, up to {parallel} at a time")
 
 
-def _print_verdict(name: str, verdict: Verdict) -> None:
+def _print_verdict(verdict: Verdict) -> None:
     seconds = f"{verdict.seconds:5.1f}s" if verdict.kind != SKIPPED else "     -"
-    print(f"  {verdict.kind:<{KIND_WIDTH}} {name:<{NAME_WIDTH}} {verdict.device:<5} {seconds}  "
-          f"{verdict.detail}")  # fmt: skip
+    print(f"  {verdict.kind:<{KIND_WIDTH}} {verdict.variant:<{NAME_WIDTH}} {verdict.device:<5} "
+          f"{seconds}  {verdict.detail}")  # fmt: skip
     if verdict.culprit:
         print(f"  {'':<{KIND_WIDTH}} culprit: {verdict.culprit['description']}")
     if verdict.note:
         print(f"  {'':<{KIND_WIDTH}} note: {verdict.note}")
-    if verdict.log_tail:
-        print(textwrap.indent(verdict.log_tail, "  | "))
+    if verdict.is_anomaly and verdict.output_tail:
+        print(textwrap.indent(verdict.output_tail, "  | "))
 
 
-def _print_case_summary(case_name: str, case_verdicts: list[tuple[str, Verdict]]) -> None:
-    kinds = [verdict.kind for _, verdict in case_verdicts]
+def _print_case_summary(case_name: str, case_verdicts: list[Verdict]) -> None:
+    kinds = [verdict.kind for verdict in case_verdicts]
     counts = ", ".join(f"{kinds.count(k)} {k.lower()}" for k in dict.fromkeys(kinds))
-    anomalies = [f"{name} {v.kind}" for name, v in case_verdicts if v.is_anomaly]
+    silent = sum(verdict.silent for verdict in case_verdicts)
+    if silent:
+        counts += f" ({silent} of them raising nothing)"
+    anomalies = [f"{v.variant} {v.kind}" for v in case_verdicts if v.is_anomaly]
     if anomalies:
         status = "NOT AS DOCUMENTED: " + ", ".join(anomalies)
     elif all(kind == SKIPPED for kind in kinds):
@@ -238,31 +242,13 @@ def _print_total(verdicts: list[Verdict], seconds: float) -> ExitCode:
     return ExitCode.OK
 
 
-def _write_report(
-    report_dir: Path, case: Case, platform: Platform, case_verdicts: list[tuple[str, Verdict]]
-) -> None:
-    report_dir.mkdir(parents=True, exist_ok=True)
-    report = {
-        "case": case.name,
-        "title": case.title,
-        "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "python": python_platform.python_version(),
-        "versions": platform.versions,
-        "cuda_devices": list(platform.cuda_device_names),
-        "variants": [
-            {
-                "variant": name,
-                "verdict": verdict.kind,
-                "detail": verdict.detail,
-                "device": verdict.device,
-                "seconds": round(verdict.seconds, 2),
-                "note": verdict.note,
-                "error": verdict.error,
-                "checks": verdict.checks,
-                "culprit": verdict.culprit,
-            }
-            for name, verdict in case_verdicts
-        ],
-    }
-    path = report_dir / f"{case.name}.json"
-    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+def _case_report(case: Case, platform: Platform, case_verdicts: list[Verdict]) -> CaseReport:
+    return CaseReport(
+        case=case.name,
+        title=case.title,
+        finished=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        python=python_platform.python_version(),
+        versions=platform.versions,
+        cuda_devices=list(platform.cuda_device_names),
+        variants=[dataclasses.replace(v, seconds=round(v.seconds, 2)) for v in case_verdicts],
+    )

@@ -9,15 +9,17 @@ message, the frames it passed through) and its traceback printed, as Python woul
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import runpy
 import sys
 import time
 import traceback
 import uuid
+import warnings
 from pathlib import Path
 
+from shared.harness.paths import relative
+from shared.harness.report import ErrorRecord, ProcessResult, WarningRecord
 from shared.record import RECORD
 
 RANK_VARIABLE = "RANK"  # set by torchrun for each rank
@@ -28,10 +30,10 @@ def execute(script: Path, result_path: Path) -> int:
     sys.argv = [str(script)]
     sys.path.insert(0, str(script.parent))
     started = time.perf_counter()
-    outcome: dict = {"status": "clean", "exception": None}
+    result = ProcessResult(rank=os.environ.get(RANK_VARIABLE))
     guard = _mismatch_guard()
     try:
-        with guard:
+        with guard, _recording_warnings(result.warnings):
             try:
                 runpy.run_path(str(script), run_name="__main__")
             finally:  # while the variant's models are alive: full module paths
@@ -39,20 +41,34 @@ def execute(script: Path, result_path: Path) -> int:
                     guard.resolve_paths()
     except SystemExit as exc:
         if exc.code not in (None, 0):
-            outcome = {"status": "raised", "exception": _describe(exc)}
+            result.status, result.exception = "raised", ErrorRecord.of(exc)
     except BaseException as exc:  # noqa: BLE001 - every failure is data for the verdict
-        outcome = {"status": "raised", "exception": _describe(exc)}
+        result.status, result.exception = "raised", ErrorRecord.of(exc)
         traceback.print_exc()
-    outcome.update(
-        wall_s=time.perf_counter() - started,
-        device=RECORD["device"],
-        device_reason=RECORD["device_reason"],
-        checks=RECORD["checks"],
-        rank=os.environ.get(RANK_VARIABLE),
-        culprit=_first_mismatch(guard),
-    )
-    result_path.write_text(json.dumps(outcome, indent=2), encoding="utf-8")
-    return 0 if outcome["status"] == "clean" else 1
+    result.wall_s = time.perf_counter() - started
+    result.device, result.device_reason = RECORD["device"], RECORD["device_reason"]
+    result.checks, result.measurements = RECORD["checks"], RECORD["measurements"]
+    result.culprit = _first_mismatch(guard)
+    result.write(result_path)
+    return 0 if result.status == "clean" else 1
+
+
+@contextlib.contextmanager
+def _recording_warnings(seen: list[WarningRecord]):
+    """Record every warning that is shown, and still show it (the filters stay as they are)."""
+    show = warnings.showwarning
+
+    def record_and_show(message, category, filename, lineno, file=None, line=None):
+        seen.append(
+            WarningRecord(category.__name__, str(message), f"{relative(filename)}:{lineno}")
+        )
+        show(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = record_and_show
+    try:
+        yield
+    finally:
+        warnings.showwarning = show
 
 
 def _mismatch_guard():
@@ -75,17 +91,6 @@ def _first_mismatch(guard) -> dict | None:
     from shared.culprit import as_record
 
     return as_record(first)
-
-
-def _describe(exc: BaseException) -> dict:
-    frames = traceback.extract_tb(exc.__traceback__)
-    return {
-        "type": type(exc).__name__,
-        "qualified_type": f"{type(exc).__module__}.{type(exc).__qualname__}",
-        "message": str(exc),
-        # "file:function" for each frame, innermost last: where the error really came from.
-        "frames": [f"{frame.filename}:{frame.name}" for frame in frames],
-    }
 
 
 def launch_ranks(script: Path, result_path: Path, ranks: int) -> int:

@@ -16,12 +16,10 @@ CUDA_DIR = REPORTS_DIR / "cuda"
 
 
 def relative(path: str | Path) -> str:
-    """``path`` relative to the repository when inside it, else to its site-packages."""
+    """Library code relative to its site-packages, else ``path`` relative to the repository."""
     text = str(path)
-    root = f"{REPO_ROOT}/"
-    if text.startswith(root):
-        return text[len(root) :]
     for marker in ("site-packages/", "dist-packages/"):
         if marker in text:
             return text.split(marker, 1)[1]
-    return text
+    root = f"{REPO_ROOT}/"
+    return text[len(root) :] if text.startswith(root) else text

@@ -30,9 +30,11 @@ from pathlib import Path
 
 from shared.harness.catalog import Case, Variant
 from shared.harness.paths import REPO_ROOT
+from shared.harness.report import ProcessResult
 
 START_METHOD_VARIABLE = "GALLERY_START"
 POLL_SECONDS = 0.02
+TERMINATE_GRACE_SECONDS = 3.0  # after SIGTERM, before SIGKILL (nox waits likewise)
 EXECUTOR = "shared.harness.executor"  # the module a spawned child runs
 # Imported once in the parent so that forked children share them, whatever the cases import.
 PRELOAD = ("torch", "transformers", "diffusers", "peft", "accelerate")
@@ -46,7 +48,7 @@ class Outcome:
     timed_out: bool = False
     wall_s: float = 0.0
     log: str = ""
-    results: list[dict] = field(default_factory=list)  # one per process (rank), may be empty
+    results: list[ProcessResult] = field(default_factory=list)  # one per process (rank)
     ranks: int = 1  # processes that should each have written a result
 
     @property
@@ -227,11 +229,21 @@ class _Child:
         pid, status = os.waitpid(self.pid, os.WNOHANG)
         return os.waitstatus_to_exitcode(status) if pid else None
 
-    def kill(self) -> int:
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    def stop(self) -> int:
+        """As nox stops a command: SIGTERM to the whole process group, a grace period, then
+        SIGKILL to whatever of the group is left; return the child's exit code."""
+        _signal_group(self.pid, signal.SIGTERM)
+        deadline = time.perf_counter() + TERMINATE_GRACE_SECONDS
+        returncode = self.poll()
+        while returncode is None and time.perf_counter() < deadline:
+            time.sleep(POLL_SECONDS)
+            returncode = self.poll()
+        _signal_group(self.pid, signal.SIGKILL)  # the grandchildren too, even if the child left
+        if returncode is None:
+            returncode = self.wait()
+        return returncode
+
+    def wait(self) -> int:
         if self.process is not None:
             return self.process.wait()
         return os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
@@ -241,8 +253,8 @@ class _Child:
         results = []
         for path in sorted(self.job.work_dir.glob("result*.json")):
             try:
-                results.append(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, json.JSONDecodeError):
+                results.append(ProcessResult.read(path))
+            except (OSError, ValueError, TypeError, KeyError):
                 pass  # a torn result file counts as no result
         return Outcome(
             returncode=returncode,
@@ -271,7 +283,7 @@ def run_jobs(jobs: list[Job], parallel: int = 1) -> Iterator[tuple[Job, Outcome]
                 if returncode is not None:
                     finished[index] = child.outcome(returncode, timed_out=False)
                 elif time.perf_counter() > child.deadline:
-                    finished[index] = child.outcome(child.kill(), timed_out=True)
+                    finished[index] = child.outcome(child.stop(), timed_out=True)
                 else:
                     continue
                 del running[index]
@@ -282,7 +294,14 @@ def run_jobs(jobs: list[Job], parallel: int = 1) -> Iterator[tuple[Job, Outcome]
                 time.sleep(POLL_SECONDS)
     finally:  # interrupted (Ctrl-C, an error): leave no child behind
         for child in running.values():
-            child.kill()
+            child.stop()
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone already
 
 
 def _set_process_group(pid: int) -> None:

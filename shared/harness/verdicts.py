@@ -1,40 +1,33 @@
 """Turn what a variant did (its Outcome) and what it should do (its Expectation) into a verdict.
 
-REPRODUCED and PASSED are the documented behaviour. SKIPPED is neither a pass nor a failure and
-is always shown with its reason. Everything else is an anomaly and fails the run.
+REPRODUCED, PASSED and UNAFFECTED are the documented behaviour. SKIPPED is neither a pass nor a
+failure and is always shown with its reason. Everything else is an anomaly and fails the run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from shared.harness.catalog import Expectation, Requirements, Variant
+from shared.harness.catalog import Expectation, Requirements, Variant, unmet_version
+from shared.harness.report import (
+    ANOMALIES,
+    CRASHED,
+    FIX_FAILED,
+    NOT_REPRODUCED,
+    PASSED,
+    REPRODUCED,
+    TIMEOUT,
+    UNAFFECTED,
+    WRONG_ERROR,
+    ErrorRecord,
+    ProcessResult,
+    Verdict,
+)
 from shared.harness.runner import Outcome
 
-REPRODUCED, PASSED, SKIPPED = "REPRODUCED", "PASSED", "SKIPPED"
-WRONG_ERROR, NOT_REPRODUCED, FIX_FAILED = "WRONG-ERROR", "NOT-REPRODUCED", "FIX-FAILED"
-TIMEOUT, CRASHED = "TIMEOUT", "CRASHED"
-EXPECTED_KINDS = (REPRODUCED, PASSED)
-ANOMALIES = (WRONG_ERROR, NOT_REPRODUCED, FIX_FAILED, TIMEOUT, CRASHED)
-LOG_TAIL_LINES = 15
-
-
-@dataclass
-class Verdict:
-    kind: str
-    detail: str
-    device: str = "-"
-    seconds: float = 0.0
-    note: str = ""
-    error: dict | None = None  # the exception seen, as recorded by the executor
-    checks: list[dict] = field(default_factory=list)
-    culprit: dict | None = None  # where the first dtype/device mismatch was seen (failures only)
-    log_tail: str = ""
-
-    @property
-    def is_anomaly(self) -> bool:
-        return self.kind in ANOMALIES
+OUTPUT_TAIL_LINES = 15
 
 
 @dataclass(frozen=True)
@@ -60,21 +53,13 @@ def skip_reason(requires: Requirements, platform: Platform, device: str = "") ->
         return f"needs {requires.gpus} CUDA GPUs, found {platform.cuda_devices}{why}"
     if requires.cuda and not platform.cuda_devices:
         return f"needs CUDA, no CUDA device here{why}"
-    unmet = _unmet(requires.packages, platform.versions)
+    unmet = unmet_version(requires.packages, platform.versions)
     if unmet:
-        return unmet
+        return f"{unmet}{why}"
     if (device or platform.default_device) == "cpu":
-        unmet = _unmet(requires.cpu_packages, platform.versions)
+        unmet = unmet_version(requires.cpu_packages, platform.versions)
         if unmet:
             return f"{unmet} on the CPU{why}"
-    return None
-
-
-def _unmet(packages: dict, versions: dict[str, str | None]) -> str | None:
-    for name, spec in packages.items():
-        version = versions.get(name)
-        if version is None or not spec.contains(version, prereleases=True):
-            return f"needs {name}{spec}, found {version or 'none'}"
     return None
 
 
@@ -82,7 +67,7 @@ def judge(variant: Variant, outcome: Outcome, platform: Platform) -> Verdict:
     if outcome.timed_out:
         return _verdict(
             TIMEOUT,
-            f"no result within {variant.timeout:g} s; killed it and every process it started",
+            f"no result within {variant.timeout:g} s; stopped it and every process it started",
             outcome,
         )
     if len(outcome.results) < outcome.ranks:
@@ -99,110 +84,157 @@ def judge(variant: Variant, outcome: Outcome, platform: Platform) -> Verdict:
     verdicts = [_judge_one(variant, result, outcome, platform) for result in outcome.results]
     if len(verdicts) == 1:
         return verdicts[0]
-    return _combine_ranks(verdicts, outcome)
+    return _combine_ranks(verdicts)
 
 
-def _judge_one(variant: Variant, result: dict, outcome: Outcome, platform: Platform) -> Verdict:
-    device = result.get("device") or platform.default_device
+def _judge_one(
+    variant: Variant, result: ProcessResult, outcome: Outcome, platform: Platform
+) -> Verdict:
+    device = result.device or platform.default_device
     expectation = variant.expectation_for(platform.versions, device)
-    error = result.get("exception")
+    kind, detail = _observe(expectation, result)
+    if (
+        kind in (PASSED, UNAFFECTED, REPRODUCED)
+        and result.exception is None
+        and outcome.ranks == 1
+        and outcome.returncode not in (0, None)
+    ):
+        kind, detail = CRASHED, f"recorded a clean run, then exited with code {outcome.returncode}"
+    verdict = _verdict(kind, detail, outcome, result, expectation, device)
+    verdict.silent = expectation.expect == "symptom" and kind == REPRODUCED
+    return verdict
 
-    def verdict(kind: str, detail: str) -> Verdict:
-        return _verdict(kind, detail, outcome, result, expectation, device)
 
-    if expectation.expect == "error":
+def _observe(expectation: Expectation, result: ProcessResult) -> tuple[str, str]:
+    """(verdict kind, detail) for one process's result under its expectation."""
+    error = result.exception
+    expect = expectation.expect
+    if expect == "error":
         if error is None:
-            return verdict(NOT_REPRODUCED, f"ran clean; expected {_expected_text(expectation)}")
-        problem = _mismatch(expectation, error)
+            return NOT_REPRODUCED, f"ran clean; expected {_expected_error(expectation)}"
+        problem = _error_mismatch(expectation, error, result.culprit)
         if problem:
-            return verdict(
-                WRONG_ERROR,
-                f"got {_error_text(error)} {problem}; expected {_expected_text(expectation)}",
+            return WRONG_ERROR, (
+                f"got {error.first_line} {problem}; expected {_expected_error(expectation)}"
             )
-        return verdict(REPRODUCED, f"{_error_text(error)}  [raised in {_raise_site(error)}]")
+        return REPRODUCED, f"{error.first_line}  [raised in {error.raise_site}]"
     if error is not None:
-        return verdict(FIX_FAILED, _error_text(error))
-    if not result.get("checks"):
-        return verdict(
-            FIX_FAILED,
-            "ran clean but checked nothing: a fixed variant must compare its output with a "
-            "float32 reference (shared.checks.compare_to_reference) or check_that(...)",
+        wrong = FIX_FAILED if expect == "pass" else WRONG_ERROR
+        return wrong, f"raised {error.first_line}  [raised in {error.raise_site}]"
+    if expect == "pass":
+        if not result.checks:
+            return FIX_FAILED, (
+                "ran clean but checked nothing: a fixed variant must compare its output with a "
+                "float32 reference (shared.checks.compare_to_reference) or check_that(...)"
+            )
+        return PASSED, "; ".join(_check_text(check) for check in result.checks)
+    if expect == "symptom":
+        return _observe_symptom(expectation, result, present=REPRODUCED, absent=NOT_REPRODUCED)
+    if expect == "warning":
+        return _observe_warning(expectation, result, present=REPRODUCED, absent=NOT_REPRODUCED)
+    # absent: a failing variant, on versions where its failure is documented not to happen
+    if expectation.symptom:
+        return _observe_symptom(expectation, result, present=NOT_REPRODUCED, absent=UNAFFECTED)
+    if expectation.warning:
+        return _observe_warning(expectation, result, present=NOT_REPRODUCED, absent=UNAFFECTED)
+    return UNAFFECTED, "ran clean: the failure does not happen on these versions, as documented"
+
+
+def _observe_symptom(
+    expectation: Expectation, result: ProcessResult, *, present: str, absent: str
+) -> tuple[str, str]:
+    measured = result.measurement(expectation.symptom)
+    if measured is None:
+        return WRONG_ERROR, (
+            f"raised nothing and measured no {expectation.symptom!r}: the symptom must be "
+            "measured by shared.checks.measure_*"
         )
-    if outcome.ranks == 1 and outcome.returncode not in (0, None):
-        return verdict(CRASHED, f"recorded a clean run, then exited with code {outcome.returncode}")
-    return verdict(PASSED, "; ".join(_check_text(check) for check in result["checks"]))
+    figure = (
+        f"{measured['label']}: {measured['measure']} {measured['value']:.3g} "
+        f"({measured['detail']}); failure is {expectation.threshold_text}"
+    )
+    if expectation.symptom_present(measured["value"]):
+        return present, f"raises nothing: {figure}"
+    return absent, f"no symptom: {figure}"
 
 
-def _mismatch(expectation: Expectation, error: dict) -> str:
-    if expectation.error not in (error["type"], error["qualified_type"]):
-        return f"(type {error['type']}, not {expectation.error})"
-    if not expectation.message_matches(error["message"]):
+def _observe_warning(
+    expectation: Expectation, result: ProcessResult, *, present: str, absent: str
+) -> tuple[str, str]:
+    matching = [
+        seen
+        for seen in result.warnings
+        if seen.category == expectation.warning
+        and expectation.message_matches(seen.message)
+        and (not expectation.issued_in or re.search(expectation.issued_in, seen.issued_at))
+    ]
+    if matching:
+        return present, f"raises nothing, warns {matching[0].text}"
+    wanted = f"{expectation.warning} matching {_patterns(expectation)}"
+    if expectation.issued_in:
+        wanted += f" issued in /{expectation.issued_in}/"
+    others = "; ".join(seen.text for seen in result.warnings[:3]) or "no warning at all"
+    return absent, f"ran clean without {wanted} (saw: {others})"
+
+
+def _error_mismatch(expectation: Expectation, error: ErrorRecord, culprit: dict | None) -> str:
+    if expectation.error not in (error.type, error.qualified_type):
+        return f"(type {error.type}, not {expectation.error})"
+    if not expectation.message_matches(error.message):
         return "(message does not match)"
     if expectation.raised_in and not any(
-        re.search(expectation.raised_in, frame) for frame in error["frames"]
+        re.search(expectation.raised_in, frame) for frame in error.frames
     ):
-        return f"(not raised in {expectation.raised_in!r}, but in {_raise_site(error)})"
+        return f"(not raised in {expectation.raised_in!r}, but in {error.raise_site})"
+    if expectation.culprit:
+        module = (culprit or {}).get("module", "")
+        if not re.search(expectation.culprit, module):
+            return f"(culprit {module or 'none found'}, documented /{expectation.culprit}/)"
     return ""
 
 
-def _combine_ranks(verdicts: list[Verdict], outcome: Outcome) -> Verdict:
+def _combine_ranks(verdicts: list[Verdict]) -> Verdict:
     kinds = {v.kind for v in verdicts}
     first = verdicts[0]
     if len(kinds) == 1:
-        return _replace_detail(first, f"all {len(verdicts)} ranks: {first.detail}")
-    worst = next(v for v in verdicts if v.is_anomaly) if kinds & set(ANOMALIES) else first
+        return dataclasses.replace(first, detail=f"all {len(verdicts)} ranks: {first.detail}")
+    worst = next((v for v in verdicts if v.is_anomaly), None)
     per_rank = "; ".join(f"rank {i}: {v.kind} {v.detail}" for i, v in enumerate(verdicts))
-    return _replace_detail(worst, f"ranks disagree: {per_rank}")
-
-
-def _replace_detail(verdict: Verdict, detail: str) -> Verdict:
-    verdict.detail = detail
-    return verdict
+    if worst is None:  # every rank as documented, but not the same: not what the case says
+        worst = dataclasses.replace(first, kind=WRONG_ERROR)
+    return dataclasses.replace(worst, detail=f"ranks disagree: {per_rank}")
 
 
 def _verdict(
     kind: str,
     detail: str,
     outcome: Outcome,
-    result: dict | None = None,
+    result: ProcessResult | None = None,
     expectation: Expectation | None = None,
     device: str = "-",
 ) -> Verdict:
-    result = result or {}
-    tail = "\n".join(outcome.log.rstrip().splitlines()[-LOG_TAIL_LINES:])
+    result = result or ProcessResult()
     return Verdict(
         kind=kind,
         detail=detail,
         device=device,
         seconds=outcome.wall_s,
         note=expectation.note if expectation else "",
-        error=result.get("exception"),
-        checks=result.get("checks", []),
-        culprit=result.get("culprit") if result.get("exception") else None,
-        log_tail=tail if kind in ANOMALIES else "",
+        error=result.exception,
+        warnings=result.warnings,
+        checks=result.checks,
+        measurements=result.measurements,
+        culprit=result.culprit if (result.exception or kind in ANOMALIES) else None,
+        output_tail="\n".join(outcome.log.rstrip().splitlines()[-OUTPUT_TAIL_LINES:]),
     )
 
 
-def _error_text(error: dict) -> str:
-    message = error["message"].strip().splitlines()[0] if error["message"].strip() else ""
-    return f"{error['type']}: {message}"
+def _patterns(expectation: Expectation) -> str:
+    return " or ".join(f"/{p}/" for p in expectation.messages)
 
 
-def _expected_text(expectation: Expectation) -> str:
-    patterns = " or ".join(f"/{p}/" for p in expectation.messages)
-    return f"{expectation.error} matching {patterns}"
-
-
-def _raise_site(error: dict) -> str:
-    """The innermost frame, with the site-packages prefix cut: where the check fired."""
-    if not error["frames"]:
-        return "?"
-    path, _, function = error["frames"][-1].rpartition(":")
-    for marker in ("site-packages/", "dist-packages/"):
-        if marker in path:
-            path = path.split(marker, 1)[1]
-            break
-    return f"{path}:{function}"
+def _expected_error(expectation: Expectation) -> str:
+    return f"{expectation.error} matching {_patterns(expectation)}"
 
 
 def _check_text(check: dict) -> str:

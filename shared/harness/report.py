@@ -1,0 +1,180 @@
+"""The one format of what a run observed, from one process up to one case (JSON in and out).
+
+- :class:`ProcessResult`: what one process (one rank) of a variant saw; the executor writes it,
+  the runner reads it back.
+- :class:`Verdict`: one variant's verdict with its evidence; a :class:`CaseReport` holds them.
+- :class:`CaseReport`: one case's run (versions, devices, verdicts): ``.gallery/runs/<case>.json``
+  and ``reports/cuda/<case>.json``; the CLI writes it, the matrix and the site read it.
+
+Paths inside a report are relative (to the repository, or to site-packages for library code):
+a committed report never holds a machine's absolute path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shared.harness.paths import relative
+
+# The verdict kinds. REPRODUCED, PASSED and UNAFFECTED are the documented behaviour; SKIPPED is
+# neither a pass nor a failure (always with its reason); the rest are anomalies that fail a run.
+REPRODUCED, PASSED, UNAFFECTED, SKIPPED = "REPRODUCED", "PASSED", "UNAFFECTED", "SKIPPED"
+WRONG_ERROR, NOT_REPRODUCED, FIX_FAILED = "WRONG-ERROR", "NOT-REPRODUCED", "FIX-FAILED"
+TIMEOUT, CRASHED = "TIMEOUT", "CRASHED"
+EXPECTED_KINDS = (REPRODUCED, PASSED, UNAFFECTED)
+ANOMALIES = (WRONG_ERROR, NOT_REPRODUCED, FIX_FAILED, TIMEOUT, CRASHED)
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """An exception a variant raised: type, message, and the frames it passed through."""
+
+    type: str
+    qualified_type: str
+    message: str
+    frames: tuple[str, ...] = ()  # "path:function", innermost last; paths relative
+
+    @classmethod
+    def of(cls, exc: BaseException) -> ErrorRecord:
+        import traceback
+
+        return cls(
+            type=type(exc).__name__,
+            qualified_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
+            message=str(exc),
+            frames=tuple(
+                f"{relative(frame.filename)}:{frame.name}"
+                for frame in traceback.extract_tb(exc.__traceback__)
+            ),
+        )
+
+    @property
+    def first_line(self) -> str:
+        """``Type: first line of the message``, as a verdict line shows it."""
+        lines = self.message.strip().splitlines()
+        return f"{self.type}: {lines[0] if lines else ''}"
+
+    @property
+    def raise_site(self) -> str:
+        """The innermost frame: where the check that fired lives."""
+        return self.frames[-1] if self.frames else "?"
+
+
+@dataclass(frozen=True)
+class WarningRecord:
+    """A warning the variant's code issued: category, message, and where it was attributed."""
+
+    category: str
+    message: str
+    issued_at: str  # "path:lineno", relative
+
+    @property
+    def text(self) -> str:
+        return f"{self.category}: {self.message}  [issued at {self.issued_at}]"
+
+
+@dataclass
+class ProcessResult:
+    """What one process of a variant observed. Written as JSON by the executor."""
+
+    status: str = "clean"  # "clean" or "raised"
+    exception: ErrorRecord | None = None
+    wall_s: float = 0.0
+    device: str | None = None
+    device_reason: str = ""
+    checks: list[dict] = field(default_factory=list)  # shared.checks.compare_to_reference ...
+    measurements: list[dict] = field(default_factory=list)  # shared.checks.measure_*
+    warnings: list[WarningRecord] = field(default_factory=list)
+    rank: str | None = None
+    culprit: dict | None = None  # shared.culprit.as_record of the first mismatch seen
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(dataclasses.asdict(self), indent=2), encoding="utf-8")
+
+    @classmethod
+    def read(cls, path: Path) -> ProcessResult:
+        return _from_dict(cls, json.loads(path.read_text(encoding="utf-8")))
+
+    def measurement(self, label: str) -> dict | None:
+        """The last figure measured under ``label``."""
+        return next((m for m in reversed(self.measurements) if m["label"] == label), None)
+
+
+@dataclass
+class Verdict:
+    """One variant's verdict and the evidence behind it, as shown and as stored."""
+
+    kind: str
+    detail: str
+    variant: str = ""
+    device: str = "-"
+    seconds: float = 0.0
+    note: str = ""
+    silent: bool = False  # the documented failure raises nothing (a measured symptom)
+    error: ErrorRecord | None = None
+    warnings: list[WarningRecord] = field(default_factory=list)
+    checks: list[dict] = field(default_factory=list)
+    measurements: list[dict] = field(default_factory=list)
+    culprit: dict | None = None  # where the first dtype/device mismatch was seen (failures)
+    output_tail: str = ""  # the last lines the variant printed: the evidence
+
+    @property
+    def is_anomaly(self) -> bool:
+        return self.kind in ANOMALIES
+
+
+@dataclass
+class CaseReport:
+    """One case's run: where and with what it ran, and each variant's verdict."""
+
+    case: str
+    title: str
+    finished: str  # ISO 8601, UTC
+    python: str
+    versions: dict[str, str | None]
+    cuda_devices: list[str]
+    variants: list[Verdict]
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> CaseReport:
+        return _from_dict(cls, json.loads(text))
+
+    def write(self, folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self.case}.json"
+        path.write_text(self.to_json(), encoding="utf-8")
+        return path
+
+    @classmethod
+    def read(cls, path: Path) -> CaseReport:
+        return cls.from_json(path.read_text(encoding="utf-8"))
+
+    def verdict(self, variant: str) -> Verdict:
+        return next(v for v in self.variants if v.variant == variant)
+
+
+_NESTED = {"exception": ErrorRecord, "error": ErrorRecord}
+
+
+def _from_dict(cls, data: dict[str, Any]):
+    """Build ``cls`` from its ``asdict`` form; unknown keys are an error, not ignored."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown field(s) {sorted(unknown)}")
+    values = dict(data)
+    for key, nested in _NESTED.items():
+        if values.get(key) is not None:
+            values[key] = nested(**{**values[key], "frames": tuple(values[key]["frames"])})
+    if "warnings" in values:
+        values["warnings"] = [WarningRecord(**w) for w in values["warnings"]]
+    if "variants" in values:
+        values["variants"] = [_from_dict(Verdict, v) for v in values["variants"]]
+    return cls(**values)
