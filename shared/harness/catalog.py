@@ -14,7 +14,7 @@ from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from shared.harness.paths import CASES_DIR
+from shared.harness.paths import CASES_DIR, relative
 
 METADATA_FILE = "case.toml"
 
@@ -160,12 +160,12 @@ def load_case(name: str, cases_dir: Path = CASES_DIR) -> Case:
         raise CaseError(f"unknown case {name!r}; known cases: {known}")
     metadata_path = folder / METADATA_FILE
     if not metadata_path.is_file():
-        raise CaseError(f"{folder}: no {METADATA_FILE}; every case folder needs one")
+        raise CaseError(f"{relative(folder)}: no {METADATA_FILE}; every case folder needs one")
     try:
         data = tomllib.loads(metadata_path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise CaseError(f"{metadata_path}: not valid TOML: {exc}") from None
-    return _parse_case(name, folder, data, str(metadata_path))
+        raise CaseError(f"{relative(metadata_path)}: not valid TOML: {exc}") from None
+    return _parse_case(name, folder, data, relative(metadata_path))
 
 
 def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:

@@ -19,40 +19,102 @@ import os
 import sys
 from pathlib import Path
 
-from shared.harness.paths import MATRIX_DIR
-from shared.harness.verdicts import ANOMALIES
+from packaging.version import InvalidVersion, Version
 
-SHOWN_VERSIONS = ("torch", "transformers", "diffusers", "peft", "accelerate")
+from shared.harness.catalog import VERSIONED_PACKAGES
+from shared.harness.paths import MATRIX_DIR
+from shared.harness.report import ANOMALIES, SKIPPED, CaseReport, Verdict
 
 
 def observations(library_set: str, report_dir: Path) -> list[dict]:
     """One row per case x variant from a gallery run's JSON reports."""
     rows = []
     for report_path in sorted(report_dir.glob("*.json")):
-        report = json.loads(report_path.read_text(encoding="utf-8"))
-        for variant in report["variants"]:
+        report = CaseReport.read(report_path)
+        for verdict in report.variants:
             rows.append(
                 {
                     "set": library_set,
-                    "case": report["case"],
-                    "variant": variant["variant"],
-                    "verdict": variant["verdict"],
-                    "message": _message(variant),
-                    "device": variant["device"],
-                    "versions": {k: v for k, v in report["versions"].items() if v},
-                    "python": report["python"],
-                    "finished": report["finished"],
+                    "case": report.case,
+                    "variant": verdict.variant,
+                    "verdict": verdict.kind,
+                    "silent": verdict.silent,
+                    "message": _message(verdict),
+                    "device": verdict.device,
+                    "versions": {k: v for k, v in report.versions.items() if v},
+                    "python": report.python,
+                    "finished": report.finished,
                 }
             )
     return rows
 
 
-def _message(variant: dict) -> str:
+def _message(verdict: Verdict) -> str:
     """The exact error message seen, else what the verdict line said (skip reason, checks)."""
-    if variant.get("error"):
-        text = variant["error"]["message"].strip().splitlines()
-        return f"{variant['error']['type']}: {text[0] if text else ''}"
-    return variant["detail"]
+    return verdict.error.first_line if verdict.error else verdict.detail
+
+
+def flips(rows: list[dict]) -> list[dict]:
+    """Where a variant's verdict changes with one library's version, read off the runs.
+
+    For each case/variant and library, the sets that ran it (skips are not measurements) are
+    ordered by that library's version; when the verdicts split into two runs, lower versions
+    one kind and higher versions another, that library's boundary is reported with the two
+    measured versions on either side. The boundary is the library's alone when the two sets on
+    either side differ in no other library; otherwise the others that changed there are named.
+    """
+    found = []
+    for key in dict.fromkeys((row["case"], row["variant"]) for row in rows):
+        measured = [r for r in rows if (r["case"], r["variant"]) == key and r["verdict"] != SKIPPED]
+        if len({r["verdict"] for r in measured}) < 2:
+            continue
+        splits = [_split_by(measured, package) for package in VERSIONED_PACKAGES]
+        splits = [split for split in splits if split]
+        isolated = [split for split in splits if not split["also_changed"]]
+        for split in isolated or splits[:1]:
+            found.append({"case": key[0], "variant": key[1], **split})
+    return found
+
+
+def _split_by(rows: list[dict], package: str) -> dict | None:
+    try:
+        versioned = sorted(
+            ((Version(r["versions"][package]), r) for r in rows if package in r["versions"]),
+            key=lambda pair: pair[0],
+        )
+    except InvalidVersion:
+        return None
+    if len(versioned) != len(rows):
+        return None  # a set without the package cannot be placed on its axis
+    kinds = [r["verdict"] for _, r in versioned]
+    changes = [i for i in range(1, len(kinds)) if kinds[i] != kinds[i - 1]]
+    if len(changes) != 1 or versioned[changes[0] - 1][0] == versioned[changes[0]][0]:
+        return None
+    last, first = versioned[changes[0] - 1][1], versioned[changes[0]][1]
+    return {
+        "package": package,
+        "before": kinds[0],
+        "up_to": last["versions"][package],
+        "after": kinds[-1],
+        "from": first["versions"][package],
+        "sets": [r["set"] for _, r in versioned],
+        "also_changed": [
+            other
+            for other in VERSIONED_PACKAGES
+            if other != package and last["versions"].get(other) != first["versions"].get(other)
+        ],
+    }
+
+
+def flip_text(flip: dict) -> str:
+    package = flip["package"]
+    text = (
+        f"{flip['variant']}: {flip['before']} on {package} <= {flip['up_to']}, "
+        f"{flip['after']} from {package} {flip['from']} (measured on {', '.join(flip['sets'])})"
+    )
+    if flip["also_changed"]:
+        text += f"; {', '.join(flip['also_changed'])} changed at the same step too"
+    return text
 
 
 def write_tables(matrix_dir: Path) -> str:
@@ -73,6 +135,9 @@ def write_tables(matrix_dir: Path) -> str:
         )
     markdown = markdown_table(rows)
     (matrix_dir / "matrix.md").write_text(markdown, encoding="utf-8")
+    (matrix_dir / "flips.json").write_text(
+        json.dumps(flips(rows), indent=2) + "\n", encoding="utf-8"
+    )
     return markdown
 
 
@@ -88,6 +153,11 @@ def markdown_table(rows: list[dict]) -> str:
         case_rows = {(row["variant"], row["set"]): row for row in rows if row["case"] == case}
         case_sets = [s for s in sets if any(key[1] == s for key in case_rows)]
         lines += ["", f"## {case}", ""]
+        case_flips = [flip for flip in flips(rows) if flip["case"] == case]
+        if case_flips:
+            lines += ["Where the outcome changes (measured):", ""]
+            lines += [f"- {flip_text(flip)}" for flip in case_flips]
+            lines.append("")
         lines.append("| variant | " + " | ".join(_set_heading(s, rows) for s in case_sets) + " |")
         lines.append("|---" * (len(case_sets) + 1) + "|")
         for variant in dict.fromkeys(key[0] for key in case_rows):
@@ -101,13 +171,14 @@ def markdown_table(rows: list[dict]) -> str:
 
 def _set_heading(library_set: str, rows: list[dict]) -> str:
     versions = next(row["versions"] for row in rows if row["set"] == library_set)
-    shown = ", ".join(f"{name} {versions[name]}" for name in SHOWN_VERSIONS if name in versions)
+    shown = ", ".join(f"{name} {versions[name]}" for name in VERSIONED_PACKAGES if name in versions)
     return f"**{library_set}**<br>{shown}"
 
 
 def _cell(row: dict) -> str:
     message = row["message"].replace("|", "\\|").replace("\n", " ")
-    return f"{row['verdict']} ({row['device']}): `{message}`"
+    silent = ", raises nothing" if row.get("silent") else ""
+    return f"{row['verdict']} ({row['device']}{silent}): `{message}`"
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,6 @@ import difflib
 import json
 import re
 import shutil
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +24,18 @@ from markupsafe import Markup
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from shared.harness.catalog import Case, CaseError, case_names, load_case
+from shared.harness.catalog import Case, CaseError, Expectation, case_names, load_case
+from shared.harness.matrix import flip_text, flips
 from shared.harness.paths import CASES_DIR, CUDA_DIR, MATRIX_DIR, RUNS_DIR
-from shared.harness.verdicts import EXPECTED_KINDS, PASSED, REPRODUCED, SKIPPED
+from shared.harness.report import (
+    EXPECTED_KINDS,
+    PASSED,
+    REPRODUCED,
+    SKIPPED,
+    UNAFFECTED,
+    CaseReport,
+    Verdict,
+)
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
 # Written into every built site: `build` only ever wipes a folder that holds it.
@@ -74,16 +82,29 @@ class MatrixTable:
 
 
 @dataclass
+class FixDiff:
+    """A declared broken -> fixed pair and its side-by-side diff."""
+
+    broken: str
+    fixed: str
+    rows: list[DiffRow]
+
+
+@dataclass
 class CasePage:
     case: Case
     issue_label: str
     last_run: RunSummary | None
     cuda_run: RunSummary | None
-    variants: list[dict]  # {"name", "expected", "entry": report entry or None}
+    variants: list[dict]  # {"name", "script", "expected", "entry": Verdict or None}
     errors: list[dict]  # {"variant", "type", "message", "raised_in", "culprit"}
+    warnings: list[dict]  # {"variant", "text"}
     checks: list[dict]  # {"variant", **check}
+    measurements: list[dict]  # {"variant", **measurement}: symptoms of silent failures
+    outputs: list[dict]  # {"variant", "tail"}: what each variant printed, last lines
     matrix: MatrixTable | None
-    diff: list[DiffRow]
+    flips: list[str]
+    diffs: list[FixDiff]
     readme: Markup
     files: list[str]
 
@@ -95,22 +116,22 @@ def build(
     cuda_dir: Path = CUDA_DIR,
     cases_dir: Path = CASES_DIR,
 ) -> list[str]:
-    """Write the site into ``out`` (replacing an earlier build); return the pages written."""
-    cases = []
-    for name in case_names(cases_dir):
-        try:
-            cases.append(load_case(name, cases_dir))
-        except CaseError as exc:
-            print(f"site: warning: case {name!r} left out, its metadata does not load: {exc}",
-                  file=sys.stderr)  # fmt: skip
+    """Write the site into ``out`` (replacing an earlier build); return the pages written.
+
+    A case whose metadata does not load fails the build, with the error the CLI gives.
+    """
+    try:
+        cases = [load_case(name, cases_dir) for name in case_names(cases_dir)]
+    except CaseError as exc:
+        raise SiteError(str(exc)) from None
     if not cases:
-        raise SiteError(f"no case under {cases_dir} loads; nothing to build")
+        raise SiteError(f"no case under {cases_dir}; nothing to build")
 
     pages = [
         case_page(
             case,
-            report=read_json(runs_dir / f"{case.name}.json"),
-            cuda_report=read_json(cuda_dir / f"{case.name}.json"),
+            report=read_report(runs_dir / f"{case.name}.json"),
+            cuda_report=read_report(cuda_dir / f"{case.name}.json"),
             matrix=read_json(matrix_dir / f"{case.name}.json"),
         )
         for case in cases
@@ -134,9 +155,12 @@ def build(
 
 
 def case_page(
-    case: Case, report: dict | None, cuda_report: dict | None, matrix: list[dict] | None
+    case: Case,
+    report: CaseReport | None,
+    cuda_report: CaseReport | None,
+    matrix: list[dict] | None,
 ) -> CasePage:
-    entries = {entry["variant"]: entry for entry in (report or {}).get("variants", [])}
+    entries = {verdict.variant: verdict for verdict in (report.variants if report else [])}
     files = sorted(
         {path.name for pattern in SOURCE_PATTERNS for path in case.folder.glob(pattern)}
         - {"__init__.py"}
@@ -145,22 +169,11 @@ def case_page(
         {
             "name": variant.name,
             "script": variant.script.name if variant.script.name in files else "",
-            "expected": f"raises {variant.expectation.error}"
-            if variant.expectation.expect == "error"
-            else "passes",
+            "expected": documented(variant.expectation),
+            "fixes": variant.fixes,
             "entry": entries.get(variant.name),
         }
         for variant in case.variants
-    ]
-    errors = [
-        captured_error(name, entry)
-        for name, entry in entries.items()
-        if entry.get("error") or entry.get("culprit")
-    ]
-    checks = [
-        {"variant": name, **check}
-        for name, entry in entries.items()
-        for check in entry.get("checks") or []
     ]
     return CasePage(
         case=case,
@@ -168,27 +181,66 @@ def case_page(
         last_run=run_summary(report),
         cuda_run=run_summary(cuda_report),
         variants=variants,
-        errors=errors,
-        checks=checks,
+        errors=[
+            captured_error(name, verdict)
+            for name, verdict in entries.items()
+            if verdict.error or verdict.culprit
+        ],
+        warnings=[
+            {"variant": name, "text": warning.text}
+            for name, verdict in entries.items()
+            for warning in verdict.warnings
+        ],
+        checks=[
+            {"variant": name, **check}
+            for name, verdict in entries.items()
+            for check in verdict.checks
+        ],
+        measurements=[
+            {"variant": name, **measured}
+            for name, verdict in entries.items()
+            for measured in verdict.measurements
+        ],
+        outputs=[
+            {"variant": name, "tail": verdict.output_tail}
+            for name, verdict in entries.items()
+            if verdict.output_tail
+        ],
         matrix=matrix_table(matrix, [v.name for v in case.variants]) if matrix else None,
-        diff=_case_diff(case.folder),
+        flips=[flip_text(flip) for flip in flips(matrix or [])],
+        diffs=[
+            FixDiff(v.fixes, v.name, _diff(case, v.fixes, v.name)) for v in case.variants if v.fixes
+        ],
         readme=_readme(case.folder / "README.md"),
         files=files,
     )
 
 
-_KIND_ORDER = {REPRODUCED: -3, PASSED: -2, SKIPPED: -1}  # anomalies after these
+def documented(expectation: Expectation) -> str:
+    """What a variant is documented to do, in a few words."""
+    if expectation.expect == "error":
+        return f"raises {expectation.error}"
+    if expectation.expect == "symptom":
+        return f"raises nothing; {expectation.symptom} {expectation.threshold_text}"
+    if expectation.expect == "warning":
+        return f"raises nothing; warns {expectation.warning}"
+    if expectation.expect == "absent":
+        return "unaffected here"
+    return "passes"
 
 
-def run_summary(report: dict | None) -> RunSummary | None:
+_KIND_ORDER = {REPRODUCED: -4, PASSED: -3, UNAFFECTED: -2, SKIPPED: -1}  # anomalies after these
+
+
+def run_summary(report: CaseReport | None) -> RunSummary | None:
     if report is None:
         return None
-    gpus = report.get("cuda_devices", 0)
-    versions = {"Python": report.get("python"), **report.get("versions", {})}
-    kinds = Counter(entry["verdict"] for entry in report.get("variants", []))
+    gpus = len(report.cuda_devices)
+    versions = {"Python": report.python, **report.versions}
+    kinds = Counter(verdict.kind for verdict in report.variants)
     return RunSummary(
-        finished=format_time(report.get("finished", "")),
-        device=f"CUDA ({gpus} GPU{'s' if gpus > 1 else ''})" if gpus else "CPU",
+        finished=format_time(report.finished),
+        device=f"CUDA ({gpus} × {report.cuda_devices[0]})" if gpus else "CPU",
         versions=" · ".join(f"{name} {ver or 'not installed'}" for name, ver in versions.items()),
         counts=sorted(kinds.items(), key=lambda item: _KIND_ORDER.get(item[0], 0)),
     )
@@ -210,26 +262,16 @@ def matrix_table(rows: list[dict], case_variants: list[str]) -> MatrixTable:
     return MatrixTable(variants=variants, rows=list(by_set.values()))
 
 
-def captured_error(variant: str, entry: dict) -> dict:
+def captured_error(variant: str, verdict: Verdict) -> dict:
     """The error a variant raised, where, and the culprit tensor when the report names one."""
-    error = entry.get("error") or {}
+    error = verdict.error
     return {
         "variant": variant,
-        "type": error.get("type", ""),
-        "message": error.get("message", ""),
-        "raised_in": raise_site(error.get("frames", [])),
-        "culprit": (entry.get("culprit") or {}).get("description", ""),
+        "type": error.type if error else "",
+        "message": error.message if error else "",
+        "raised_in": error.raise_site if error else "",
+        "culprit": (verdict.culprit or {}).get("description", ""),
     }
-
-
-def raise_site(frames: list[str]) -> str:
-    """The innermost frame, site-packages prefix cut: where the error was raised."""
-    if not frames:
-        return ""
-    path, _, function = frames[-1].rpartition(":")
-    for marker in ("site-packages/", "dist-packages/"):
-        path = path.split(marker, 1)[-1]
-    return f"{path}:{function}"
 
 
 def issue_label(url: str) -> str:
@@ -283,11 +325,10 @@ def _highlighted(source: str) -> list[Markup]:
     return [Markup(line) for line in html.splitlines()]
 
 
-def _case_diff(folder: Path) -> list[DiffRow]:
-    broken, fixed = folder / "broken.py", folder / "fixed.py"
-    if not (broken.is_file() and fixed.is_file()):
-        return []
-    return side_by_side(broken.read_text(encoding="utf-8"), fixed.read_text(encoding="utf-8"))
+def _diff(case: Case, broken: str, fixed: str) -> list[DiffRow]:
+    scripts = {variant.name: variant.script for variant in case.variants}
+    old, new = (scripts[name].read_text(encoding="utf-8") for name in (broken, fixed))
+    return side_by_side(old, new)
 
 
 def _readme(path: Path) -> Markup:
@@ -295,6 +336,16 @@ def _readme(path: Path) -> Markup:
         return Markup()
     text = path.read_text(encoding="utf-8")
     return Markup(markdown.markdown(text, extensions=["fenced_code", "tables"]))
+
+
+def read_report(path: Path) -> CaseReport | None:
+    """The case report at ``path``, or None when there is none."""
+    try:
+        return CaseReport.read(path)
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise SiteError(f"{path}: not a gallery report: {exc}") from None
 
 
 def read_json(path: Path):
