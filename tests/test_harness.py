@@ -6,6 +6,7 @@ read the verdicts from the JSON report and the printed lines.
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -25,6 +26,19 @@ from shared.checks import compare_to_reference
 reference = torch.linspace(-1, 1, 16)
 compare_to_reference("output", reference.to(torch.bfloat16), reference, dtype=torch.bfloat16)
 """
+# A silent failure: the output is wrong, nothing raises; shared code measures it.
+SILENT = """
+import torch
+from shared.checks import measure_error
+reference = torch.linspace(-1, 1, 16)
+measure_error("output error", (reference * 1000).to(torch.float16), reference)
+"""
+# NumPy warns when it casts NaN to an integer type (as diffusers' numpy_to_pil does).
+WARNS = """
+import numpy as np
+np.array([np.nan]).astype("uint8")
+"""
+ORPHAN_SECONDS = "301.25"  # a sleep only the hangs variant starts: find it if it outlived us
 SCRIPTS = {
     "reproduced.py": MISMATCH,
     "wrong_message.py": "raise RuntimeError('Expected all tensors to be on the same device')",
@@ -37,9 +51,26 @@ SCRIPTS = {
         "reference.to(torch.bfloat16)", "(reference + 1).to(torch.bfloat16)"
     ),
     "wrong_dtype.py": CLOSE.replace("reference.to(torch.bfloat16)", "reference.clone()"),
-    "hangs.py": "import subprocess, time\nsubprocess.Popen(['sleep', '300'])\ntime.sleep(300)",
+    # Ignores SIGTERM, and so does the grandchild it leaves: only SIGKILL to the group ends them.
+    "hangs.py": (
+        "import signal, subprocess, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"subprocess.Popen(['sh', '-c', 'trap \"\" TERM; exec sleep {ORPHAN_SECONDS}'])\n"
+        "time.sleep(300)\n"
+    ),
     "killed.py": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+    "culprit.py": "import torch\ntorch.nn.Linear(2, 2).to(torch.bfloat16)(torch.ones(1, 2))",
     "exits.py": "import os\nos._exit(3)",
+    # Writes a clean, checked result, then the interpreter exits non-zero (as a crash in a
+    # library's exit handler would): only a spawned interpreter runs atexit handlers.
+    "exits_after_result.py": "import atexit, os\natexit.register(os._exit, 4)\n" + CLOSE,
+    "silent.py": SILENT,
+    "silent_healthy.py": SILENT.replace("* 1000", "* 1"),
+    "silent_unmeasured.py": "print('measured nothing')",
+    "raises_the_symptom.py": "raise RuntimeError('output error 1e3: the symptom')",
+    "warns.py": WARNS,
+    "rank0_raises.py": "import os\nif os.environ['RANK'] == '0':\n"
+    + textwrap.indent(MISMATCH, "    "),
 }
 ERROR = """
 expect = "error"
@@ -129,6 +160,81 @@ script = "exits.py"
 expect = "pass"
 
 [[variant]]
+name = "exits_after_result"
+script = "exits_after_result.py"
+expect = "pass"
+
+[[variant]]
+name = "silent"
+script = "silent.py"
+expect = "symptom"
+symptom = "output error"
+above = 10.0
+
+[[variant]]
+name = "silent_healthy"
+script = "silent_healthy.py"
+expect = "symptom"
+symptom = "output error"
+above = 10.0
+
+[[variant]]
+name = "silent_unmeasured"
+script = "silent_unmeasured.py"
+expect = "symptom"
+symptom = "output error"
+above = 10.0
+
+[[variant]]
+name = "raises_the_symptom"
+script = "raises_the_symptom.py"
+expect = "symptom"
+symptom = "output error"
+above = 10.0
+
+[[variant]]
+name = "unaffected"
+script = "silent_healthy.py"
+expect = "absent"
+symptom = "output error"
+above = 10.0
+
+[[variant]]
+name = "warns"
+script = "warns.py"
+expect = "warning"
+warning = "RuntimeWarning"
+message = 'invalid value encountered in cast'
+issued_in = 'warns\\.py:3$'
+
+[[variant]]
+name = "warns_elsewhere"
+script = "warns.py"
+expect = "warning"
+warning = "RuntimeWarning"
+message = 'invalid value encountered in cast'
+issued_in = 'diffusers/image_processor\\.py'
+
+[[variant]]
+name = "wrong_culprit"
+script = "culprit.py"
+{ERROR}
+culprit = '^Model\\.other$'
+
+[[variant]]
+name = "right_culprit"
+script = "culprit.py"
+{ERROR}
+culprit = '^Linear$'
+
+[[variant]]
+name = "ranks_disagree"
+script = "rank0_raises.py"
+launcher = "torchrun"
+ranks = 2
+{ERROR}
+
+[[variant]]
 name = "needs_cuda"
 script = "passed.py"
 expect = "pass"
@@ -155,6 +261,16 @@ EXPECTED = {
     "hangs": "TIMEOUT",
     "killed": "CRASHED",
     "exits": "CRASHED",
+    "silent": "REPRODUCED",
+    "silent_healthy": "NOT-REPRODUCED",
+    "silent_unmeasured": "WRONG-ERROR",
+    "raises_the_symptom": "WRONG-ERROR",
+    "unaffected": "UNAFFECTED",
+    "warns": "REPRODUCED",
+    "warns_elsewhere": "NOT-REPRODUCED",
+    "wrong_culprit": "WRONG-ERROR",
+    "right_culprit": "REPRODUCED",
+    "ranks_disagree": "NOT-REPRODUCED",
     "needs_cuda": "SKIPPED",
     "needs_old_torch": "SKIPPED",
 }
@@ -177,17 +293,66 @@ def synthetic_run(request, tmp_path_factory):
         "synthetic", "--cases-dir", str(cases_dir), "--jobs", "2",
         report_dir=report_dir, env={"GALLERY_START": request.param},
     )  # fmt: skip
-    return run, read_report(report_dir, "synthetic")
+    return run, read_report(report_dir, "synthetic"), request.param
 
 
 @pytest.mark.parametrize("variant", sorted(EXPECTED))
 def test_each_verdict(synthetic_run, variant):
-    _, report = synthetic_run
-    assert report[variant]["verdict"] == EXPECTED[variant], report[variant]
+    _, report, _ = synthetic_run
+    assert report[variant]["kind"] == EXPECTED[variant], report[variant]
+
+
+def test_a_timed_out_variant_leaves_no_process_behind(synthetic_run):
+    """SIGTERM, a grace period, then SIGKILL to the whole process group: the grandchild that
+    ignores SIGTERM is gone too."""
+    left = subprocess.run(["pgrep", "-f", f"sleep {ORPHAN_SECONDS}"], capture_output=True)
+    assert left.returncode == 1, f"left running: {left.stdout.decode()}"
+
+
+def test_a_clean_result_then_a_non_zero_exit_is_a_crash(synthetic_run):
+    _, report, start = synthetic_run
+    verdict = report["exits_after_result"]
+    if start == "fork":  # a forked child leaves through os._exit: exit handlers never run
+        assert verdict["kind"] == "PASSED", verdict
+    else:
+        assert verdict["kind"] == "CRASHED", verdict
+        assert verdict["detail"] == "recorded a clean run, then exited with code 4"
+
+
+def test_ranks_that_disagree_are_an_anomaly_naming_each_rank(synthetic_run):
+    _, report, _ = synthetic_run
+    detail = report["ranks_disagree"]["detail"]
+    assert detail.startswith("ranks disagree: rank 0: REPRODUCED RuntimeError: mat1"), detail
+    assert "rank 1: NOT-REPRODUCED ran clean" in detail
+
+
+def test_silent_failures_are_measured_by_shared_code_and_labelled(synthetic_run):
+    run, report, _ = synthetic_run
+    silent = report["silent"]
+    assert silent["silent"] and silent["detail"].startswith("raises nothing: output error")
+    assert "failure is above 10" in silent["detail"]
+    assert report["silent_healthy"]["detail"].startswith("no symptom: output error")
+    assert "measured no 'output error'" in report["silent_unmeasured"]["detail"]
+    # a hand-written raise that names the symptom is not the symptom
+    assert report["raises_the_symptom"]["detail"].startswith("raised RuntimeError")
+    assert "(1 of them raising nothing)" in run.stdout
+
+
+def test_warnings_are_recorded_with_where_they_were_issued(synthetic_run):
+    _, report, _ = synthetic_run
+    (warning,) = report["warns"]["warnings"]
+    assert warning["category"] == "RuntimeWarning"
+    assert warning["issued_at"].endswith("warns.py:3")
+    assert "saw: RuntimeWarning: invalid value" in report["warns_elsewhere"]["detail"]
+
+
+def test_a_documented_culprit_is_checked(synthetic_run):
+    _, report, _ = synthetic_run
+    assert "(culprit Linear, documented /^Model\\.other$/)" in report["wrong_culprit"]["detail"]
 
 
 def test_anomalies_fail_the_run_and_are_named(synthetic_run):
-    run, _ = synthetic_run
+    run, _, _ = synthetic_run
     assert run.returncode == 1
     assert "gallery: FAILED" in run.stdout
     assert "NOT AS DOCUMENTED" in run.stdout
@@ -196,7 +361,7 @@ def test_anomalies_fail_the_run_and_are_named(synthetic_run):
 
 
 def test_details_say_why(synthetic_run):
-    _, report = synthetic_run
+    _, report, _ = synthetic_run
     assert "Expected all tensors to be on the same device" in report["wrong_message"]["detail"]
     assert "type ValueError, not RuntimeError" in report["wrong_type"]["detail"]
     assert "not raised in 'somewhere_else'" in report["wrong_site"]["detail"]
@@ -215,7 +380,7 @@ def test_details_say_why(synthetic_run):
 
 
 def test_reproduced_records_the_real_error(synthetic_run):
-    _, report = synthetic_run
+    _, report, _ = synthetic_run
     error = report["reproduced"]["error"]
     assert error["type"] == "RuntimeError"
     assert error["message"] == "mat1 and mat2 must have the same dtype, but got Float and BFloat16"
@@ -223,14 +388,14 @@ def test_reproduced_records_the_real_error(synthetic_run):
 
 
 def test_passed_records_the_measured_error(synthetic_run):
-    _, report = synthetic_run
+    _, report, _ = synthetic_run
     (check,) = report["passed"]["checks"]
     assert check["dtype"] == "bfloat16"
     assert 0 < check["max_abs_err"] <= check["atol"]
 
 
 def test_skips_are_shown_with_their_reason(synthetic_run):
-    run, _ = synthetic_run
+    run, _, _ = synthetic_run
     skipped = [line for line in run.stdout.splitlines() if line.strip().startswith("SKIPPED")]
     assert len(skipped) == 2
     assert all("needs " in line for line in skipped)

@@ -10,33 +10,44 @@ from pathlib import Path
 
 from conftest import ROOT, read_report, run_gallery
 
-from shared.harness.matrix import main as matrix_main
+from shared.harness.cli import main
+from shared.harness.report import CaseReport, ErrorRecord, Verdict
+
+
+def matrix_main(argv: list[str]) -> int:
+    return main(["matrix", *argv])
+
 
 MESSAGE = "mat1 and mat2 must have the same dtype, but got Float and BFloat16"
 
 
-def write_report(folder: Path, verdict: str, transformers: str) -> Path:
-    """A gallery report (the format shared.harness writes) with one broken variant."""
-    folder.mkdir(parents=True)
-    error = {"type": "RuntimeError", "message": MESSAGE} if verdict == "REPRODUCED" else None
-    report = {
-        "case": "demo",
-        "title": "Demo",
-        "finished": "2026-11-22T12:00:00+00:00",
-        "python": "3.11.7",
-        "versions": {"torch": "2.13.0", "transformers": transformers, "diffusers": None},
-        "cuda_devices": [],
-        "variants": [
-            {
-                "variant": "broken",
-                "verdict": verdict,
-                "detail": "ran clean; expected RuntimeError matching /mat1/",
-                "device": "cpu",
-                "error": error,
-            }
+def write_report(
+    folder: Path, verdict: str, transformers: str, peft: str | None = None, case: str = "demo"
+) -> Path:
+    """A gallery report (the one report type the harness writes) with one broken variant."""
+    error = ErrorRecord("RuntimeError", "builtins.RuntimeError", MESSAGE, ("x.py:f",))
+    CaseReport(
+        case=case,
+        title="Demo",
+        finished="2026-11-22T12:00:00+00:00",
+        python="3.11.7",
+        versions={
+            "torch": "2.13.0",
+            "transformers": transformers,
+            "diffusers": None,
+            "peft": peft,
+        },  # fmt: skip
+        cuda_devices=[],
+        variants=[
+            Verdict(
+                kind=verdict,
+                detail="ran clean; expected RuntimeError matching /mat1/",
+                variant="broken",
+                device="cpu",
+                error=error if verdict == "REPRODUCED" else None,
+            )
         ],
-    }
-    (folder / "demo.json").write_text(json.dumps(report), encoding="utf-8")
+    ).write(folder)
     return folder
 
 
@@ -92,7 +103,7 @@ def test_two_transformers_versions_over_the_pinned_torch(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     pinned = tmp_path / "pinned-run"
     assert run_gallery("minicpm", report_dir=pinned).returncode == 0
-    assert read_report(pinned, "minicpm")["broken"]["verdict"] == "REPRODUCED"
+    assert read_report(pinned, "minicpm")["broken"]["kind"] == "REPRODUCED"
     assert matrix_main(["collect", "pinned", str(pinned), "--matrix-dir", str(tmp_path)]) == 0
 
     rows = json.loads((tmp_path / "minicpm.json").read_text(encoding="utf-8"))
@@ -101,3 +112,30 @@ def test_two_transformers_versions_over_the_pinned_torch(tmp_path):
     assert broken["pinned"]["versions"]["transformers"] != "5.22.2"
     for row in broken.values():
         assert (row["verdict"], row["message"]) == ("REPRODUCED", f"RuntimeError: {MESSAGE}")
+
+
+def test_flips_name_the_library_and_the_measured_versions_on_either_side(tmp_path, capsys):
+    """Outcomes that change with one library's version are read off the runs, not written."""
+    runs, matrix_dir = tmp_path / "runs", tmp_path / "matrix"
+    sets = {"peft-old": ("REPRODUCED", "0.11.1"), "peft-new": ("UNAFFECTED", "0.12.0"),
+            "peft-pinned": ("UNAFFECTED", "0.21.2")}  # fmt: skip
+    for name, (verdict, peft) in sets.items():
+        write_report(runs / name, verdict, "5.23.0", peft=peft)
+        matrix_main(["collect", name, str(runs / name), "--matrix-dir", str(matrix_dir)])
+    table = (matrix_dir / "matrix.md").read_text(encoding="utf-8")
+    assert (
+        "- broken: REPRODUCED on peft <= 0.11.1, UNAFFECTED from peft 0.12.0 "
+        "(measured on peft-old, peft-new, peft-pinned)"
+    ) in table
+    flips = json.loads((matrix_dir / "flips.json").read_text(encoding="utf-8"))
+    assert [(f["package"], f["up_to"], f["from"]) for f in flips] == [("peft", "0.11.1", "0.12.0")]
+
+
+def test_a_flip_with_several_libraries_changing_at_once_says_so(tmp_path):
+    runs, matrix_dir = tmp_path / "runs", tmp_path / "matrix"
+    write_report(runs / "old", "REPRODUCED", "4.57.3", peft="0.11.1")
+    write_report(runs / "new", "UNAFFECTED", "5.23.0", peft="0.12.0")
+    for name in ("old", "new"):
+        matrix_main(["collect", name, str(runs / name), "--matrix-dir", str(matrix_dir)])
+    table = (matrix_dir / "matrix.md").read_text(encoding="utf-8")
+    assert "peft changed at the same step too" in table

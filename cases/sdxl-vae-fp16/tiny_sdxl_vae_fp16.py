@@ -70,26 +70,20 @@ def _vae(activation_scale: float) -> AutoencoderKL:
 
 @torch.no_grad()
 def _scale_decoder_activations(decoder, scale: float) -> None:
-    """Multiply every activation from conv_in to conv_norm_out by ``scale``; output unchanged.
+    """Multiply the activations of the decoder's last up block by ``scale``; output unchanged.
 
-    GroupNorm(s * x) == GroupNorm(x), so a layer fed by a norm keeps its input and must scale
-    its output (weight and bias); a layer fed the big residual stream (conv_in aside) is
-    linear in it and needs only its bias scaled. The final GroupNorm removes the scale again.
+    GroupNorm(s * x) == GroupNorm(x), so a conv fed by a norm keeps its input and must scale
+    its output (weight and bias); the first resnet's shortcut (16 -> 8 channels) scales the
+    stream it is fed. conv_norm_out, a GroupNorm, removes the scale again. The big values sit
+    in the up blocks, the part that diffusers < 0.36 upcast (``upcast_vae`` kept ``conv_in``
+    and ``mid_block`` in float16).
     """
-    decoder.conv_in.weight.mul_(scale)
-    decoder.conv_in.bias.mul_(scale)
-    blocks = [decoder.mid_block, *decoder.up_blocks]
-    for resnet in (r for block in blocks for r in block.resnets):
+    last = decoder.up_blocks[-1]
+    last.resnets[0].conv_shortcut.weight.mul_(scale)
+    last.resnets[0].conv_shortcut.bias.mul_(scale)
+    for resnet in last.resnets:
         resnet.conv2.weight.mul_(scale)  # fed by norm2
         resnet.conv2.bias.mul_(scale)
-        if resnet.conv_shortcut is not None:  # fed by the residual stream
-            resnet.conv_shortcut.bias.mul_(scale)
-    for attention in decoder.mid_block.attentions:
-        attention.to_out[0].weight.mul_(scale)  # q, k, v are fed by its group_norm
-        attention.to_out[0].bias.mul_(scale)
-    for block in decoder.up_blocks:
-        for upsampler in block.upsamplers or []:  # nearest upsampling, then a conv
-            upsampler.conv.bias.mul_(scale)
 
 
 def save_tiny_sdxl() -> Path:
@@ -128,6 +122,7 @@ def example_prompt(dtype: torch.dtype, device: torch.device) -> dict[str, torch.
 
 def generate(pipe: StableDiffusionXLPipeline, output_type: str):
     """Two Euler steps at IMAGE_SIZE x IMAGE_SIZE, seeded: the image(s) in ``output_type``."""
+    pipe.set_progress_bar_config(disable=True)
     return pipe(
         **example_prompt(pipe.unet.dtype, pipe.device),
         height=IMAGE_SIZE,

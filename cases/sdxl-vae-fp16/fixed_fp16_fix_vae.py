@@ -1,0 +1,23 @@
+"""SDXL in float16 with an fp16-fix VAE (activations scaled down, same image), FIXED: no NaN."""
+
+import torch
+from diffusers import AutoencoderKL, StableDiffusionXLPipeline
+from tiny_sdxl_vae_fp16 import generate, save_fp16_fix_vae, save_tiny_sdxl
+
+from shared.checks import compare_to_reference, pick_device
+
+device = pick_device()
+checkpoint = save_tiny_sdxl()  # tiny random SDXL, saved in float32
+
+vae = AutoencoderKL.from_pretrained(save_fp16_fix_vae(), torch_dtype=torch.float16)  # the fix
+pipe = StableDiffusionXLPipeline.from_pretrained(checkpoint, vae=vae, torch_dtype=torch.float16)
+pipe = pipe.to(device)
+print("VAE:", pipe.vae.dtype, "| config force_upcast =", pipe.vae.config.force_upcast)
+
+image = generate(pipe, "pil")[0]  # the image users save
+print("PIL image, (min, max) per channel:", image.getextrema())
+
+pixels = generate(pipe, "pt")  # the same seeded run, as a tensor
+print("pixels:", pixels.dtype)
+reference = StableDiffusionXLPipeline.from_pretrained(checkpoint, torch_dtype=torch.float32)
+compare_to_reference("image", pixels, generate(reference.to(device), "pt"), dtype=torch.float16)
