@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.harness.catalog import CaseError, case_names, load_case
+from shared.harness.catalog import FAILURES, CaseError, case_names, load_case
 
 GOOD = """
 title = "t"
@@ -70,7 +70,14 @@ def test_when_entries_pick_the_expectation_by_version_and_device(tmp_path):
         (('device = "cuda"', 'device = "tpu"'), "device must be 'cpu' or 'cuda'"),
         (('title = "t"', 'titel = "t"'), "unknown key(s) ['titel']"),
         (("gpus = 2", "gpus = -1"), "gpus a whole number"),
-        (('expect = "pass"', "expect = \"pass\"\nmessage = 'x'"), "takes no error, message"),
+        (('expect = "pass"', "expect = \"pass\"\nmessage = 'x'"), "takes no ['message']"),
+        (('expect = "pass"', 'expect = "pass"\nfixes = "nothing"'), "fixes = 'nothing' must"),
+        (('expect = "pass"', 'expect = "symptom"\nsymptom = "x"'), "exactly one of 'above'"),
+        (('expect = "pass"', 'expect = "symptom"\nabove = 1'), "needs 'symptom'"),
+        (('expect = "pass"', 'expect = "symptom"\nsymptom = "x"\nabove = "1"'), "a number"),
+        (('expect = "pass"', 'expect = "warning"\nmessage = "x"'), "'warning' (category)"),
+        (('expect = "pass"', 'expect = "absent"\nraised_in = "x"'), "takes no ['raised_in']"),
+        (("message = 'old text'", "culprit = '('"), "bad regular expression"),
         (('issue = "https://example.invalid/1"', ""), "'issue' is required"),
     ],
 )
@@ -101,8 +108,9 @@ def test_every_case_in_the_repo_loads():
     assert "minicpm" in names
     for name in names:
         case = load_case(name)
-        assert any(v.expectation.expect == "error" for v in case.variants)
+        assert any(v.expectation.expect in FAILURES for v in case.variants)
         assert case.issue.startswith("https://github.com/")
+        assert (case.folder / "README.md").is_file(), f"{name} needs a README"
 
 
 def test_cpu_only_floors_skip_on_the_cpu_only(tmp_path):
@@ -121,3 +129,23 @@ def test_cpu_only_floors_skip_on_the_cpu_only(tmp_path):
     assert skip_reason(requires, Platform(old_torch, cuda_device_names=("H100",))) is None
     no_transformers = {"torch": "2.13.0", "transformers": None}
     assert skip_reason(requires, Platform(no_transformers)) == "needs transformers>=5, found none"
+
+
+def test_fixes_names_a_failing_variant_and_is_kept(tmp_path):
+    toml = GOOD.replace('expect = "pass"', 'expect = "pass"\nfixes = "broken"', 1)
+    case = load_case("demo", make_case(tmp_path, toml))
+    assert case.variants[1].fixes == "broken"
+
+
+def test_an_absent_entry_inherits_the_symptom_it_checks(tmp_path):
+    toml = GOOD.replace(
+        'expect = "error"\nerror = "RuntimeError"\nmessage = \'Input type \\\\(c10::Half\\\\) '
+        "and bias type \\\\(float\\\\)'",
+        'expect = "symptom"\nsymptom = "logits error"\nabove = 1.5',
+    ).replace("  message = 'old text'", '  expect = "absent"')
+    assert 'symptom = "logits error"' in toml, toml
+    broken = load_case("demo", make_case(tmp_path, toml)).variants[0]
+    old = broken.expectation_for({"torch": "2.0.0"}, "cuda")
+    assert (old.expect, old.symptom, old.above) == ("absent", "logits error", 1.5)
+    assert old.symptom_present(2.0) and not old.symptom_present(1.0)
+    assert broken.expectation_for({"torch": "2.13.0"}, "cuda").expect == "symptom"

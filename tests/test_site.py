@@ -13,7 +13,11 @@ import pytest
 from conftest import ROOT
 from PIL import Image
 
-from shared import site
+from shared.harness.catalog import CaseError, load_case
+from shared.harness.cli import main
+from shared.harness.report import CaseReport, ErrorRecord, Verdict
+from shared.harness.site import check as site_check
+from shared.harness.site.build import SiteError, build
 
 FIX_LINE = "model.to(device=device, dtype=torch.bfloat16)"
 MESSAGE = "mat1 and mat2 must have the same dtype, but got Float and BFloat16"
@@ -25,50 +29,65 @@ VERSIONS = {"torch": "2.13.0+cpu", "transformers": "5.23.0", "diffusers": "0.42.
             "peft": "0.21.2", "accelerate": "1.15.0"}  # fmt: skip
 
 
-def variant_entry(name: str, verdict: str, **fields) -> dict:
-    """One variant of a report, in the shape shared.harness._write_report writes."""
-    return {"variant": name, "verdict": verdict, "detail": f"{name} detail", "device": "cpu",
-            "seconds": 0.5, "note": "", "error": None, "checks": [], **fields}  # fmt: skip
+def variant_entry(name: str, kind: str, **fields) -> Verdict:
+    """One variant of a report, as the harness writes it."""
+    return Verdict(kind=kind, detail=f"{name} detail", variant=name, device="cpu", seconds=0.5,
+                   **fields)  # fmt: skip
 
 
-def report(cuda_devices: int = 0) -> dict:
-    error = {
-        "type": "RuntimeError",
-        "qualified_type": "builtins.RuntimeError",
-        "message": MESSAGE,
-        "frames": [
-            "/work/main/cases/minicpm/broken.py:<module>",
-            "/venv/lib/python3.11/site-packages/torch/nn/functional.py:_in_projection_packed",
-        ],
-    }
+def report(cuda_devices: tuple[str, ...] = ()) -> CaseReport:
+    error = ErrorRecord(
+        type="RuntimeError",
+        qualified_type="builtins.RuntimeError",
+        message=MESSAGE,
+        frames=("cases/minicpm/broken.py:<module>", "torch/nn/functional.py:_in_projection_packed"),
+    )
     # as shared.culprit.as_record writes it, abridged
     culprit = {"module": "TinyMiniCPMV.resampler.attn", "role": "query", "input_dtype": "float32",
                "parameter": "in_proj_weight", "parameter_dtype": "bfloat16",
                "description": CULPRIT}  # fmt: skip
     embedding_check = {"label": "vision+text embedding", "dtype": "bfloat16",
                        "max_abs_err": 0.0343, "atol": 0.05, "rtol": 0.05}  # fmt: skip
-    return {
-        "case": "minicpm",
-        "title": "MiniCPM-V-2: a float32 resampler table breaks bf16 fine-tuning",
-        "finished": "2026-01-02T03:04:05+00:00",
-        "python": "3.11.7",
-        "versions": VERSIONS,
-        "cuda_devices": cuda_devices,
-        "variants": [
-            variant_entry("broken", "REPRODUCED", error=error, culprit=culprit),
+    return CaseReport(
+        case="minicpm",
+        title="MiniCPM-V-2: a float32 resampler table breaks bf16 fine-tuning",
+        finished="2026-01-02T03:04:05+00:00",
+        python="3.11.7",
+        versions=VERSIONS,
+        cuda_devices=list(cuda_devices),
+        variants=[
+            variant_entry(
+                "broken",
+                "REPRODUCED",
+                error=error,
+                culprit=culprit,
+                output_tail=f"resampler.pos_embed: torch.float32\n{MESSAGE}",
+            ),  # fmt: skip
             variant_entry("broken_trainer", "REPRODUCED", error=error),
             variant_entry("control_trainer_forward", "SKIPPED", note="a note on the control"),
             variant_entry("fixed", "PASSED", checks=[embedding_check]),
-            variant_entry("fixed_per_component", "PASSED", checks=[embedding_check]),
+            variant_entry(
+                "fixed_per_component",
+                "REPRODUCED",
+                silent=True,
+                measurements=[
+                    {
+                        "label": "embedding error",
+                        "measure": "max_abs_err",
+                        "value": 26.9,
+                        "detail": "bfloat16 output vs float32 reference",
+                    }
+                ],
+            ),  # fmt: skip
             variant_entry("fixed_autocast", "FIX-FAILED", error=error),
         ],
-    }
+    )
 
 
 MATRIX = [
-    {"set": "pinned", "variant": "broken", "verdict": "REPRODUCED", "message": "",
-     "versions": {"torch": "2.13.0"}},
-    {"set": "era-2024", "variant": "broken", "verdict": "NOT-REPRODUCED",
+    {"set": "pinned", "case": "minicpm", "variant": "broken", "verdict": "REPRODUCED",
+     "message": "", "versions": {"torch": "2.13.0"}},
+    {"set": "era-2024", "case": "minicpm", "variant": "broken", "verdict": "NOT-REPRODUCED",
      "message": "ran clean on the old set", "versions": {"torch": "2.1.2"}},
 ]  # fmt: skip
 
@@ -97,23 +116,26 @@ def visible_text(html: str) -> str:
 
 @pytest.fixture(scope="module")
 def cases_dir(tmp_path_factory) -> Path:
-    """The real minicpm case, next to a half-written case whose case.toml does not load."""
+    """The real minicpm case, with two declared fix pairs."""
     cases = tmp_path_factory.mktemp("cases")
     shutil.copytree(ROOT / "cases" / "minicpm", cases / "minicpm",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
-    (cases / "halfdone").mkdir()
-    (cases / "halfdone" / "case.toml").write_text('title = "only a title"\n', encoding="utf-8")
+    toml = cases / "minicpm" / "case.toml"
+    text = re.sub(r"\nfixes = .*", "", toml.read_text(encoding="utf-8"))
+    for fixed in ("fixed", "fixed_autocast"):
+        text = text.replace(f'name = "{fixed}"\n', f'name = "{fixed}"\nfixes = "broken"\n')
+    toml.write_text(text, encoding="utf-8")
     return cases
 
 
 @pytest.fixture(scope="module")
 def built(cases_dir, tmp_path_factory) -> Path:
     reports = tmp_path_factory.mktemp("reports")
-    write_json(reports / "runs" / "minicpm.json", report())
-    write_json(reports / "cuda" / "minicpm.json", report(cuda_devices=1))
+    report().write(reports / "runs")
+    report(cuda_devices=("NVIDIA H100 80GB HBM3",)).write(reports / "cuda")
     write_json(reports / "matrix" / "minicpm.json", MATRIX)
     out = reports / "site"
-    site.build(out, reports / "runs", reports / "matrix", reports / "cuda", cases_dir)
+    build(out, reports / "runs", reports / "matrix", reports / "cuda", cases_dir)
     return out
 
 
@@ -123,7 +145,7 @@ def page_html(out: Path, page: str) -> str:
 
 def test_index_card_shows_the_last_run(built):
     text = visible_text(page_html(built, "index.html"))
-    assert "2 REPRODUCED 2 PASSED 1 SKIPPED 1 FIX-FAILED" in text
+    assert "3 REPRODUCED 1 PASSED 1 SKIPPED 1 FIX-FAILED" in text
     assert MESSAGE in text  # the symptom
     assert "upstream: OpenBMB/MiniCPM-V, issue #131" in text
     assert "last run on CPU, finished 2026-01-02 03:04 UTC" in text
@@ -145,25 +167,51 @@ def test_case_page_shows_readme_diff_errors_and_measured_error(built):
     assert "fixed vision+text embedding bfloat16 3.4e-02 0.05" in text
     assert "note: a note on the control" in text
     assert "last verified 2026-01-02 03:04 UTC · CPU Python 3.11.7 · torch 2.13.0+cpu" in text
-    assert "last verified on CUDA 2026-01-02 03:04 UTC · CUDA (1 GPU)" in text
+    assert "last verified on CUDA 2026-01-02 03:04 UTC · CUDA (1 × NVIDIA H100 80GB HBM3)" in text
+    assert "/work/" not in html and str(ROOT) not in html  # no machine path on the site
+
+
+def test_case_page_shows_every_declared_pair_and_what_each_variant_printed(built):
+    text = visible_text(page_html(built, "minicpm/index.html"))
+    assert "The fix: broken → fixed brokenfixed 1" in text
+    assert "The fix: broken → fixed_autocast brokenfixed_autocast 1" in text
+    assert (
+        "What each variant printed (last lines) broken resampler.pos_embed: torch.float32" in text
+    )
+
+
+def test_silent_failures_are_shown_apart_from_exceptions(built):
+    text = visible_text(page_html(built, "minicpm/index.html"))
+    assert "REPRODUCED raises nothing" in text
+    assert "fixed_per_component embedding error max_abs_err 26.9" in text
 
 
 def test_matrix_is_a_set_by_variant_table(built):
     text = visible_text(page_html(built, "minicpm/index.html"))
-    assert "Version matrix set broken pinned torch 2.13.0 REPRODUCED" in text
+    assert "set broken pinned torch 2.13.0 REPRODUCED" in text
+    assert (
+        "broken: NOT-REPRODUCED on torch <= 2.1.2, REPRODUCED from torch 2.13.0 (measured on "
+        "era-2024, pinned)"
+    ) in text
     assert "era-2024 torch 2.1.2 NOT-REPRODUCED ran clean on the old set" in text
 
 
-def test_a_case_that_does_not_load_is_left_out_with_a_warning(built, cases_dir, capsys):
-    assert not (built / "halfdone").exists()
-    site.build(built.parent / "again", built.parent / "none", built.parent / "none",
-               built.parent / "none", cases_dir)  # fmt: skip
-    assert "case 'halfdone' left out, its metadata does not load" in capsys.readouterr().err
+def test_a_case_that_does_not_load_fails_the_build_as_the_cli_does(cases_dir, tmp_path):
+    broken_cases = tmp_path / "cases"
+    shutil.copytree(cases_dir, broken_cases)
+    (broken_cases / "halfdone").mkdir()
+    (broken_cases / "halfdone" / "case.toml").write_text('title = "only a title"\n')
+    with pytest.raises(SiteError) as caught:
+        build(tmp_path / "site", tmp_path, tmp_path, tmp_path, broken_cases)
+    with pytest.raises(CaseError) as cli_error:
+        load_case("halfdone", broken_cases)
+    assert str(caught.value) == str(cli_error.value)
+    assert "'summary' is required" in str(caught.value)
 
 
 def test_a_case_never_run_says_so_and_invents_no_verdict(cases_dir, tmp_path):
     nothing = tmp_path / "nothing"
-    site.build(tmp_path / "site", nothing, nothing, nothing, cases_dir)
+    build(tmp_path / "site", nothing, nothing, nothing, cases_dir)
     index = page_html(tmp_path / "site", "index.html")
     case = page_html(tmp_path / "site", "minicpm/index.html")
     assert "not run yet" in visible_text(index)
@@ -184,14 +232,14 @@ def test_every_link_is_relative_and_resolves_on_disk(built):
 
 def test_build_never_wipes_a_folder_it_did_not_build(cases_dir, tmp_path):
     (tmp_path / "precious.txt").write_text("keep me", encoding="utf-8")
-    with pytest.raises(site.SiteError, match="not a site built here"):
-        site.build(tmp_path, tmp_path, tmp_path, tmp_path, cases_dir)
+    with pytest.raises(SiteError, match="not a site built here"):
+        build(tmp_path, tmp_path, tmp_path, tmp_path, cases_dir)
     assert (tmp_path / "precious.txt").is_file()
 
 
 def test_check_without_a_browser_says_how_to_install_it(built, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(site, "CHROMIUM", tmp_path / "no-chromium")
-    assert site.main(["check", "--out", str(built), "--screenshot", str(tmp_path)]) == 2
+    monkeypatch.setattr(site_check, "CHROMIUM", tmp_path / "no-chromium")
+    assert main(["site", "check", "--out", str(built), "--screenshot", str(tmp_path)]) == 2
     assert "apt-get install -y chromium" in capsys.readouterr().err
 
 
@@ -199,13 +247,13 @@ def test_check_without_a_browser_says_how_to_install_it(built, tmp_path, monkeyp
 def browser():
     if importlib.util.find_spec("playwright") is None:
         pytest.skip("playwright is not installed: pip install playwright (the 'site' group)")
-    if not site.CHROMIUM.is_file():
-        pytest.skip(f"{site.CHROMIUM} is not installed: apt-get install -y chromium")
+    if not site_check.CHROMIUM.is_file():
+        pytest.skip(f"{site_check.CHROMIUM} is not installed: apt-get install -y chromium")
 
 
 def test_browser_loads_every_page_cleanly_and_screenshots_it(browser, built, tmp_path):
     shots = tmp_path / "shots"
-    assert site.check(built, shots) == []
+    assert site_check.check(built, shots) == []
     assert sorted(path.name for path in shots.iterdir()) == ["index.png", "minicpm__index.png"]
     with Image.open(shots / "minicpm__index.png") as image:
         assert image.width == 1280 and image.height > 2000  # the full page, not just the viewport
@@ -226,7 +274,7 @@ def test_browser_check_fails_on_broken_links_errors_and_outside_requests(
         '<img src="https://example.invalid/logo.png" alt="">',
         encoding="utf-8",
     )
-    assert site.main(["check", "--out", str(copy), "--screenshot", str(tmp_path / "s")]) == 1
+    assert main(["site", "check", "--out", str(copy), "--screenshot", str(tmp_path / "s")]) == 1
     failures = [line for line in capsys.readouterr().err.splitlines() if "site: FAILED " in line]
     assert "links.html: broken link 'minicpm/missing.html' (HTTP 404)" in failures[0]
     noisy = "\n".join(failures[1:])

@@ -1,5 +1,5 @@
-"""LoRA on an fp16 Llama (peft), BROKEN: with autocast_adapter_dtype=False the adapters stay float16,
-so GradScaler raises `ValueError: Attempting to unscale FP16 gradients.` (peft < 0.12 by default)."""
+"""LoRA on an fp16 Llama (peft), BROKEN: autocast_adapter_dtype=False keeps the adapters float16
+(peft < 0.12: the default), so GradScaler raises `Attempting to unscale FP16 gradients.`"""
 
 import copy
 

@@ -1,4 +1,4 @@
-"""What the lora-fp16-gradscaler variants share: two tiny float32 models and one training batch each.
+"""What the lora-fp16-gradscaler variants share: two tiny float32 models, a training batch each.
 
 Real classes, tiny and randomly initialised (seeded); nothing is downloaded:
 - ``LlamaForCausalLM`` (2 layers, hidden 32) with a batch of token ids that are also the labels;
@@ -83,11 +83,11 @@ def unet_batch(device: torch.device, dtype: torch.dtype) -> dict[str, torch.Tens
     shape = (BATCH, LATENT_CHANNELS, LATENT_SIZE, LATENT_SIZE)
     noise = torch.randn(shape, generator=generator)
     latents = torch.randn(shape, generator=generator)
+    text_states = torch.randn(BATCH, TEXT_TOKENS, TEXT_DIM, generator=generator)
     return {
         "noisy_latents": (0.8 * latents + 0.6 * noise).to(device, dtype),
         "timesteps": torch.tensor([100, 700]).to(device),
-        "encoder_hidden_states": torch.randn(BATCH, TEXT_TOKENS, TEXT_DIM, generator=generator)
-        .to(device, dtype),
+        "encoder_hidden_states": text_states.to(device, dtype),
         "target": noise.to(device),  # epsilon prediction: the loss is taken in float32
     }
 
