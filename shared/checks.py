@@ -33,7 +33,7 @@ def pick_device() -> torch.device:
 
 def record_device(device: torch.device, reason: str) -> torch.device:
     """Say which device the variant runs on, and why; the verdict line shows it."""
-    RECORD["device"], RECORD["device_reason"] = device.type, reason
+    RECORD["device"] = device.type
     print(f"[device] {device.type} ({reason})")
     return device
 

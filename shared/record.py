@@ -4,4 +4,4 @@ The helpers in ``shared.checks`` append here while a variant runs; the harness's
 writes it out with the outcome. Run by hand (``python cases/x/fixed.py``) it is never written.
 """
 
-RECORD: dict = {"device": None, "device_reason": "", "checks": [], "measurements": []}
+RECORD: dict = {"device": None, "checks": [], "measurements": []}

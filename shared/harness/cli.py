@@ -90,7 +90,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
     started = time.perf_counter()
     method = start_method()
     if method == "fork":
-        preload(variant.script for case in cases for variant in case.variants)
+        preload(case.folder for case in cases)
     platform = _platform()
     if require_cuda and not platform.cuda_devices:
         print("gallery: error: --require-cuda, but no CUDA GPU is visible here", file=sys.stderr)

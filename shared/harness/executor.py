@@ -46,7 +46,7 @@ def execute(script: Path, result_path: Path) -> int:
         result.status, result.exception = "raised", ErrorRecord.of(exc)
         traceback.print_exc()
     result.wall_s = time.perf_counter() - started
-    result.device, result.device_reason = RECORD["device"], RECORD["device_reason"]
+    result.device = RECORD["device"]
     result.checks, result.measurements = RECORD["checks"], RECORD["measurements"]
     result.culprit = _first_mismatch(guard)
     result.write(result_path)

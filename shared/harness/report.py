@@ -85,7 +85,6 @@ class ProcessResult:
     exception: ErrorRecord | None = None
     wall_s: float = 0.0
     device: str | None = None
-    device_reason: str = ""
     checks: list[dict] = field(default_factory=list)  # shared.checks.compare_to_reference ...
     measurements: list[dict] = field(default_factory=list)  # shared.checks.measure_*
     warnings: list[WarningRecord] = field(default_factory=list)

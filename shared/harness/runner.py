@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shared.harness.catalog import Case, Variant
+from shared.harness.catalog import VERSIONED_PACKAGES, Case, Variant
 from shared.harness.paths import REPO_ROOT
 from shared.harness.report import ProcessResult
 
@@ -36,8 +36,6 @@ START_METHOD_VARIABLE = "GALLERY_START"
 POLL_SECONDS = 0.02
 TERMINATE_GRACE_SECONDS = 3.0  # after SIGTERM, before SIGKILL (nox waits likewise)
 EXECUTOR = "shared.harness.executor"  # the module a spawned child runs
-# Imported once in the parent so that forked children share them, whatever the cases import.
-PRELOAD = ("torch", "transformers", "diffusers", "peft", "accelerate")
 
 
 @dataclass
@@ -74,15 +72,15 @@ def start_method() -> str:
     return wanted
 
 
-def preload(scripts: Iterable[Path]) -> None:
-    """Import the libraries and everything the variant scripts import, once, before forking.
+def preload(case_folders: Iterable[Path]) -> None:
+    """Import the libraries and everything the cases' files import, once, before forking.
 
     ``from transformers import Trainer`` is resolved too: transformers imports lazily, and the
     attribute access is what pays for the import.
     """
-    wanted = [(name, ()) for name in PRELOAD]
-    for script in scripts:
-        wanted += imports_of(script)
+    wanted = [(name, ()) for name in VERSIONED_PACKAGES]
+    for folder in case_folders:
+        wanted += library_imports(folder)
     for module_name, attributes in wanted:
         try:
             module = importlib.import_module(module_name)
@@ -92,19 +90,22 @@ def preload(scripts: Iterable[Path]) -> None:
             pass
 
 
-def imports_of(script: Path) -> list[tuple[str, tuple[str, ...]]]:
-    """Top-level imports of a script, as (module, names imported from it)."""
-    try:
-        tree = ast.parse(script.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError):
-        return []
+def library_imports(case_folder: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """Top-level imports of every file of a case (variants and their tiny-model modules), as
+    (module, names imported from it); the case's own sibling modules are left out."""
+    siblings = {path.stem for path in case_folder.glob("*.py")}
     imports = []
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            imports += [(alias.name, ()) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            imports.append((node.module, tuple(alias.name for alias in node.names)))
-    return imports
+    for path in sorted(case_folder.glob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                imports += [(alias.name, ()) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imports.append((node.module, tuple(alias.name for alias in node.names)))
+    return [(module, names) for module, names in imports if module.split(".")[0] not in siblings]
 
 
 def probe_cuda() -> list[str]:
