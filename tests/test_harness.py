@@ -6,12 +6,13 @@ read the verdicts from the JSON report and the printed lines.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import read_report, run_gallery
+from conftest import ROOT, read_report, run_gallery
 
 # A real dtype mismatch from a real torch op: the message the cases look for.
 MISMATCH = """
@@ -438,3 +439,37 @@ def test_only_runs_the_named_variants(tmp_path):
     unknown = run_gallery("minicpm", "--only", "no_such_variant", report_dir=tmp_path)
     assert unknown.returncode == 2
     assert "no variant named ['no_such_variant']" in unknown.stderr
+
+
+def test_the_real_torchrun_command_line_reproduces_too(tmp_path):
+    """GALLERY_START=spawn launches `python -m torch.distributed.run` itself (fresh rank
+    processes; torchrun ends in ChildFailedError): each rank's own result carries the error."""
+    run = run_gallery(
+        "cogagent", "--only", "broken", report_dir=tmp_path, env={"GALLERY_START": "spawn"}
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    broken = read_report(tmp_path, "cogagent")["broken"]
+    assert broken["kind"] == "REPRODUCED"
+    assert broken["detail"].startswith(
+        "all 2 ranks: RuntimeError: Input type (c10::Half) and bias type (float) should be the same"
+    )
+
+
+@pytest.mark.parametrize(
+    ("script", "replacement", "verdict"),
+    [
+        ("fixed.py", "broken.py", "FIX-FAILED"),  # the "fix" is the broken program
+        ("broken.py", "fixed.py", "NOT-REPRODUCED"),  # the bug no longer happens
+    ],
+)
+def test_a_swapped_variant_of_a_real_case_fails_the_run(tmp_path, script, replacement, verdict):
+    cases_dir = tmp_path / "cases"
+    shutil.copytree(ROOT / "cases" / "minicpm", cases_dir / "minicpm")
+    shutil.copy(cases_dir / "minicpm" / replacement, cases_dir / "minicpm" / script)
+    variant = script.removesuffix(".py")
+    run = run_gallery(
+        "minicpm", "--cases-dir", str(cases_dir), "--only", variant, report_dir=tmp_path
+    )
+    assert run.returncode == 1
+    assert read_report(tmp_path, "minicpm")[variant]["kind"] == verdict
+    assert f"NOT AS DOCUMENTED: {variant} {verdict}" in run.stdout
