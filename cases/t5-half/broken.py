@@ -1,4 +1,4 @@
-"""T5 v1.1 encoder loaded in float32, then `.half()`: `wo` is cast too and overflows; no error, no NaN."""
+"""T5 v1.1 encoder loaded in float32, then `.half()`: `wo` is cast too and overflows, silently."""
 
 import torch
 from tiny_t5_half import example_input_ids, save_tiny_checkpoint

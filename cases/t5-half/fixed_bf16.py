@@ -1,4 +1,4 @@
-"""T5 v1.1 encoder loaded in float32, then `.to(torch.bfloat16)`: `wo` is cast too, but bf16 has the range."""
+"""T5 v1.1 encoder loaded in float32, then `.to(torch.bfloat16)`: `wo` is cast too, in range."""
 
 import torch
 from tiny_t5_half import example_input_ids, save_tiny_checkpoint
@@ -31,5 +31,5 @@ print(f"encoder output: {int(output.isinf().sum())} inf, {int(output.isnan().sum
 reference = T5EncoderModel.from_pretrained(checkpoint, dtype=torch.float32).to(device)
 with torch.no_grad():
     expected = reference(input_ids=input_ids).last_hidden_state
-    # bfloat16 everywhere (8 bits of mantissa): the default bf16 tolerance.
+    # bfloat16 everywhere (8 significant bits): the default bf16 tolerance.
     compare_to_reference("encoder output", output, expected, dtype=torch.bfloat16)

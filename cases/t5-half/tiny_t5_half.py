@@ -24,7 +24,7 @@ quiet_hf_logging()
 
 
 def save_tiny_checkpoint() -> Path:
-    """Build the tiny encoder (float32, seeded), scale its ``wo`` weights, save it, return the folder."""
+    """Build the tiny encoder (float32, seeded), scale every ``wo``, save it; return the folder."""
     torch.manual_seed(0)
     config = T5Config(
         vocab_size=VOCAB,
