@@ -1,5 +1,6 @@
 """Where the harness reads and writes, relative to the repository (one place for each)."""
 
+import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -23,3 +24,11 @@ def relative(path: str | Path) -> str:
             return text.split(marker, 1)[1]
     root = f"{REPO_ROOT}/"
     return text[len(root) :] if text.startswith(root) else text
+
+
+_LIBRARY_PREFIX = re.compile(r"[^\s\"']*?/(?:site|dist)-packages/")
+
+
+def relative_text(text: str) -> str:
+    """``text`` (printed output, a traceback) with every path made relative as ``relative``."""
+    return _LIBRARY_PREFIX.sub("", text).replace(f"{REPO_ROOT}/", "")

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from shared.harness.catalog import Expectation, Requirements, Variant, unmet_version
+from shared.harness.paths import relative_text
 from shared.harness.report import (
     ANOMALIES,
     CRASHED,
@@ -225,7 +226,9 @@ def _verdict(
         checks=result.checks,
         measurements=result.measurements,
         culprit=result.culprit if (result.exception or kind in ANOMALIES) else None,
-        output_tail="\n".join(outcome.log.rstrip().splitlines()[-OUTPUT_TAIL_LINES:]),
+        output_tail=relative_text(
+            "\n".join(outcome.log.rstrip().splitlines()[-OUTPUT_TAIL_LINES:])
+        ),
     )
 
 
