@@ -1,10 +1,4 @@
-"""CogAgent chat over 2 torchrun ranks, BROKEN: launched without --fp16 / --bf16, as the user did.
-
-Every rank builds the model in float32 (no precision flag, no cast) and takes rank 0's weights
-by broadcast; the chat step still casts the image to float16, so each rank's BEiT patch
-embedding (a float32 Conv2d with bias) gets a half input and every rank raises:
-    RuntimeError: Input type (c10::Half) and bias type (float) should be the same
-"""
+"""CogAgent chat over 2 torchrun ranks, BROKEN: launched without --fp16 / --bf16, as in #282."""
 
 import torch
 

@@ -1,10 +1,4 @@
-"""CogAgent chat as ONE process (no torchrun), BROKEN the same way: no --fp16 / --bf16.
-
-Without torchrun's WORLD_SIZE the CLI runs single-process (as in CogVLM issue #360, CPU only):
-no ranks, no broadcast, the same float32 model and float16 image, the same error:
-    RuntimeError: Input type (c10::Half) and bias type (float) should be the same
-The bug is the missing flag, not the multi-GPU launch.
-"""
+"""CogAgent chat as ONE process (no torchrun), BROKEN the same way: no --fp16 / --bf16."""
 
 import torch
 

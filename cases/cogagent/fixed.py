@@ -1,8 +1,4 @@
-"""CogAgent chat over 2 torchrun ranks, FIXED with the documented flag: --fp16.
-
-With --fp16 every rank casts the whole model to float16 before the broadcast, so the float16
-image meets float16 weights; each rank's answer matches a float32 model of the same weights.
-"""
+"""CogAgent chat over 2 torchrun ranks, FIXED with --fp16 (the flag for GPUs without bf16)."""
 
 import torch
 

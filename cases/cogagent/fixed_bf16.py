@@ -1,8 +1,4 @@
-"""CogAgent chat over 2 torchrun ranks, FIXED with --bf16 (what every upstream README command used).
-
-With --bf16 the model is cast to bfloat16 and the chat step casts the image to bfloat16 too;
-each rank's answer matches a float32 model of the same weights (bfloat16 tolerance).
-"""
+"""CogAgent chat over 2 torchrun ranks, FIXED with --bf16 (as every upstream README command)."""
 
 import torch
 

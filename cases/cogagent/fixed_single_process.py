@@ -1,8 +1,4 @@
-"""CogAgent chat as ONE process (no torchrun), FIXED with --fp16.
-
-The single-process twin of fixed.py: on a machine with a GPU it is the variant that runs the
-half model on CUDA (the torchrun variants need one GPU per rank for that).
-"""
+"""CogAgent chat as ONE process (no torchrun), FIXED with --fp16."""
 
 import torch
 

@@ -1,10 +1,4 @@
-"""MiniCPM-V-2 bf16 fine-tuning, BROKEN: the model is loaded with torch_dtype=torch.bfloat16 only.
-
-from_pretrained casts the weights to bfloat16 but leaves the resampler's float32 position
-table as it was created. The first embedding step then adds that table to the query, the
-query becomes float32, and the resampler's attention (bfloat16 weights) raises:
-    RuntimeError: mat1 and mat2 must have the same dtype, but got Float and BFloat16
-"""
+"""MiniCPM-V-2 bf16 fine-tuning, BROKEN: loaded with torch_dtype=torch.bfloat16 only."""
 
 import torch
 

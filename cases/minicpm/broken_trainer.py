@@ -1,12 +1,4 @@
-"""MiniCPM-V-2 bf16 fine-tuning with the HF Trainer, BROKEN: compute_loss bypasses autocast.
-
-With `bf16=True` the Trainer (through accelerate) wraps only `model.forward` in bf16 autocast.
-The upstream fine-tune code called `model.get_vllm_embedding(...)` directly from its own
-`compute_loss`, outside that wrapper, so the float32 position table meets the bfloat16
-attention weights and the first training step raises:
-    RuntimeError: mat1 and mat2 must have the same dtype, but got Float and BFloat16
-(transformers 4.x on CPU wrapped the whole compute_loss in autocast and hid it; 5.x does not.)
-"""
+"""MiniCPM-V-2 bf16 fine-tuning with the HF Trainer, BROKEN: compute_loss bypasses autocast."""
 
 import tempfile
 

@@ -1,9 +1,4 @@
-"""MiniCPM-V-2 bf16 fine-tuning with the HF Trainer, CONTROL: the loss goes through model(...).
-
-Same model, same float32 table, same Trainer; only compute_loss calls `model(**inputs)`, which
-the Trainer wrapped in bf16 autocast. The step trains: autocast masks the mismatch, which is
-why most MiniCPM-V fine-tunes never saw the error. The table is still float32: masked, not fixed.
-"""
+"""MiniCPM-V-2 bf16 fine-tuning with the HF Trainer, CONTROL: the loss goes through model(...)."""
 
 import tempfile
 

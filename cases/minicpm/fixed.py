@@ -1,8 +1,4 @@
-"""MiniCPM-V-2 bf16 fine-tuning, FIXED with the maintainer's advice: cast the whole model.
-
-`model.to(device=..., dtype=torch.bfloat16)` after loading also casts the resampler's float32
-position table, so the query stays bfloat16 and the embedding matches a float32 reference.
-"""
+"""MiniCPM-V-2 bf16 fine-tuning, FIXED: the whole model cast with model.to(dtype=torch.bfloat16)."""
 
 import torch
 

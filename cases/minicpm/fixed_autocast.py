@@ -1,8 +1,4 @@
-"""MiniCPM-V-2 bf16 fine-tuning, FIXED with bf16 autocast around the embedding step.
-
-Under autocast the attention's in-projection runs in bfloat16 whatever the query's dtype, so
-the float32 table no longer clashes (the table itself stays float32: autocast hides the mix).
-"""
+"""MiniCPM-V-2 bf16 fine-tuning, FIXED: bf16 autocast around the embedding step."""
 
 import torch
 

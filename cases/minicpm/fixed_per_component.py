@@ -1,8 +1,4 @@
-"""MiniCPM-V-2 bf16 fine-tuning, FIXED by casting each component (the write-up's second fix).
-
-Casting the vision tower, the resampler and the LLM to bfloat16 one by one reaches the
-resampler's float32 table too; the result is the same as casting the whole model.
-"""
+"""MiniCPM-V-2 bf16 fine-tuning, FIXED: vpm, resampler and llm each cast to bfloat16."""
 
 import torch
 

@@ -1,15 +1,7 @@
-"""OmniLMM / MiniCPM-V-2 LoRA fine-tuning in float16, BROKEN: the vision tower stays on the CPU.
-
-The vision tower is kept in a plain Python list, so `model.to("cuda")` moves the LLM, the
-projector and the LoRA weights but not the tower. The batch is on CUDA; the embedding step
-casts the pixels with `.type(dtype)` (dtype only, the device stays) and the tower's Conv2d
-patch embedding (CPU weights) raises on its first call:
-    RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.HalfTensor) should
-    be the same
-Needs a GPU: on a CPU-only machine there is no other device to leave the tower behind on.
-"""
+"""OmniLMM-style LoRA fine-tuning in float16, BROKEN: the list-held vision tower stays on CPU."""
 
 import math
+import sys
 
 import torch
 
@@ -24,6 +16,10 @@ from cases.omnilmm.tiny_omnilmm import (
 )
 from shared.checks import check_that, compare_to_reference, pick_device
 
+if not torch.cuda.is_available():  # a CUDA input meeting CPU weights: needs a GPU
+    print("broken.py needs CUDA. Runnable on the CPU: broken_placement.py, fixed_placement.py,")
+    print("broken_dtype.py, fixed_dtype.py and fixed.py (see README.md).")
+    sys.exit(2)
 device = pick_device()
 checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32
 

@@ -1,15 +1,4 @@
-"""The same blind spot with a dtype cast, BROKEN: `model.to(dtype=float16)` misses the tower.
-
-Runs on the CPU with a real error from real code. The model is loaded in float32 and wrapped
-with LoRA, then cast as a whole with `model.to(device=..., dtype=torch.float16)` (what an fp16
-engine such as DeepSpeed's does with `module.half()`). The list-held vision tower stays
-float32; the pixels are cast to the tower's own dtype, so the tower runs, but its float32
-output meets the float16 projector:
-    RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Half
-On CUDA the tower is also left on the CPU and its Conv2d fails first:
-    RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor)
-    should be the same
-"""
+"""The same blind spot with a dtype cast, BROKEN: model.to(dtype=float16) misses the tower."""
 
 import torch
 

@@ -1,13 +1,4 @@
-"""Placement check (CPU stand-in for the CUDA error), BROKEN: the list-held tower stays behind.
-
-The same program as broken.py up to the move, then the device-consistency check the fix adds
-runs instead of the forward. Moving the LoRA-wrapped model to another device leaves every
-parameter of the vision tower where it was, because the tower lives in a plain Python list:
-    AssertionError: placement before training: 37 of 68 parameters the forward uses are not
-    on meta (base_model.model.vision_tower[0]: 37), ...
-The other device is CUDA where there is one; on a CPU-only machine it is `meta`, a real torch
-device that `.to()` moves parameters to (no forward runs there: this checks placement only).
-"""
+"""Placement check (CPU stand-in for the CUDA error), BROKEN: the list-held tower stays behind."""
 
 import torch
 

@@ -1,11 +1,4 @@
-"""OmniLMM / MiniCPM-V-2 LoRA fine-tuning in float16, FIXED: the vision tower is moved too.
-
-`model.to(device)` cannot see a vision tower kept in a plain Python list, so the fix moves it
-explicitly with `.to(device=..., dtype=...)` (as LLaVA's training script does) and checks,
-before training, that every parameter the forward uses is on the device. Then a few LoRA steps
-run: the loss is finite and falls, only LoRA weights change, and the embedding the first step
-computes matches a float32 reference of the same weights.
-"""
+"""OmniLMM-style LoRA fine-tuning in float16, FIXED: the list-held vision tower is moved too."""
 
 import math
 

@@ -1,9 +1,4 @@
-"""The same blind spot with a dtype cast, FIXED: the tower is cast and moved explicitly.
-
-As broken_dtype.py, plus the fix: `model.vpm.to(device=..., dtype=torch.float16)` after the
-whole-model cast. The tower then runs in float16 on the device and the embedding matches a
-float32 reference of the same weights.
-"""
+"""The same blind spot with a dtype cast, FIXED: the tower is cast and moved explicitly."""
 
 import torch
 

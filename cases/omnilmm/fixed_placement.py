@@ -1,9 +1,4 @@
-"""Placement check (CPU stand-in for the CUDA error), FIXED: the tower is moved explicitly.
-
-As broken_placement.py, plus the fix: `model.vpm.to(device=..., dtype=...)` after
-`model.to(...)`. The device-consistency check then finds every parameter the forward uses,
-the list-held tower's included, on the other device (CUDA where there is one, else `meta`).
-"""
+"""Placement check (CPU stand-in for the CUDA error), FIXED: the tower is moved explicitly."""
 
 import torch
 

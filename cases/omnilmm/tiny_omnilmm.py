@@ -66,7 +66,10 @@ class TinyOmniLMM(PreTrainedModel):
     def __init__(self, config: TinyOmniLMMConfig):
         super().__init__(config)
         self.llm = LlamaForCausalLM(config.text_config)
-        self.projector = nn.Linear(config.vision_hidden_size, config.text_config.hidden_size)
+        # Bias-free, as the upstream resampler's kv_proj, the module after the tower.
+        self.projector = nn.Linear(
+            config.vision_hidden_size, config.text_config.hidden_size, bias=False
+        )
         self.vision_tower: list[TinyVisionTower] = []  # filled by attach_vision_tower
         self.post_init()
 

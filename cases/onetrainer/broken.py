@@ -1,13 +1,4 @@
-"""OneTrainer float16 inpainting training, BROKEN: the generated mask is float32.
-
-Training without mask files on an inpainting model, the data step generates a white mask
-"like" each image, converted as torchvision's ToTensor does: float32, while the images, the
-latents and every weight are float16 (autocast off, as the trainer runs when all weights are in
-the train dtype). The predict step concatenates [noisy latent fp16, latent_mask fp32,
-masked-image latent fp16]: torch.cat promotes the UNet input to float32. The UNet casts its
-time embedding to the input's dtype, and its first Linear (float16 weights) raises:
-    RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Half
-"""
+"""OneTrainer float16 inpainting training, BROKEN: the generated mask is float32."""
 
 import torch
 import torch.nn.functional as F

@@ -1,12 +1,4 @@
-"""OneTrainer float16 inpainting training, debug images, BROKEN: alphas_cumprod is float32.
-
-With the mask fixed, training runs; the debug path then turns each noise prediction back into
-an image: predicted latent = (noisy - sqrt(1 - a_t) * noise) / sqrt(a_t), with a_t taken from
-the scheduler's float32 ``alphas_cumprod`` (moved to the device only). Indexed by the batch's
-timesteps, a_t is a shaped tensor, so it promotes the float16 latents to float32 (a 0-dim one
-would not), and the float16 VAE's first op, post_quant_conv (1x1, with bias), raises:
-    RuntimeError: Input type (float) and bias type (c10::Half) should be the same
-"""
+"""OneTrainer float16 inpainting training, debug images, BROKEN: alphas_cumprod is float32."""
 
 import torch
 

@@ -1,11 +1,4 @@
-"""OneTrainer float16 inpainting training, BROKEN but GUARDED: a dtype check names the mask.
-
-The same broken data step as broken.py (the generated mask is float32), with the dtype check at
-the data -> model boundary added. The step now stops before the UNet, with a message that names
-the culprit instead of a Linear deep inside the UNet's time embedding:
-    TypeError: model inputs must be torch.float16 like the UNet's weights:
-    latent_mask is torch.float32
-"""
+"""OneTrainer float16 inpainting training, BROKEN but GUARDED: a dtype check names the mask."""
 
 import torch
 import torch.nn.functional as F

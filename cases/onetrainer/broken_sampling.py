@@ -1,13 +1,4 @@
-"""OneTrainer float16 inpainting sampling, BROKEN: the mask's erode kernel is float32.
-
-The sampler prepares the user's mask in the train dtype (float16), then erodes it with a 5x5
-kernel: a bias-free Conv2d with replicate padding, created with torch's default dtype, float32.
-A float16 mask into float32 weights; with no bias there is no bias check, so the text is the
-weight check, and it differs by device:
-    CUDA: RuntimeError: Input type (torch.cuda.HalfTensor) and weight type
-          (torch.cuda.FloatTensor) should be the same
-    CPU:  RuntimeError: expected scalar type Half but found Float   (torch >= 2.6)
-"""
+"""OneTrainer float16 inpainting sampling, BROKEN: the erode kernel and the masks are float32."""
 
 import torch
 from torch import nn
@@ -39,11 +30,11 @@ def sample(dtype: torch.dtype) -> torch.Tensor:
     )  # created in torch's default dtype: float32
     nn.init.constant_(erode.weight.requires_grad_(False), 1 / 25)  # 5x5 mean
     print(f"mask: {mask.dtype}, erode kernel: {erode.weight.dtype}, UNet weights: {unet.dtype}")
-    eroded_mask = (erode(mask) > 0.99).to(dtype)  # white only where all 5x5 neighbours are
-    masked_image = image * (eroded_mask < 0.5)
+    eroded_mask = (erode(mask) > 0.99).float()  # as upstream: float32; white where all 5x5 are
+    masked_image = image * (1 - eroded_mask)  # the conditioning image: repaint area zeroed
     masked_latent = encode(vae, masked_image)
-    latent_mask = scale_to_latent(eroded_mask, masked_latent).expand(len(image), -1, -1, -1)
-    return sample_and_decode(unet, vae, latent_mask, masked_latent)
+    latent_mask = (scale_to_latent(mask, masked_latent) > 0).float()  # as upstream: float32
+    return sample_and_decode(unet, vae, latent_mask.expand(len(image), -1, -1, -1), masked_latent)
 
 
 images = sample(torch.float16)

@@ -1,9 +1,4 @@
-"""OneTrainer float16 inpainting training, debug images, FIXED: alphas_cumprod in the VAE dtype.
-
-As OneTrainer PR #409 "Fix errors with float16" does, ``alphas_cumprod`` moves to the VAE's
-dtype along with the device, so the predicted latents stay float16 and the VAE decodes them.
-The decoded images match a float32 copy of the same weights.
-"""
+"""OneTrainer float16 inpainting training, debug images, FIXED: alphas_cumprod in the VAE dtype."""
 
 import torch
 

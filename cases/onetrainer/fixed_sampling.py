@@ -1,9 +1,4 @@
-"""OneTrainer float16 inpainting sampling, FIXED: the erode kernel is made in the model dtype.
-
-As OneTrainer PR #409 "Fix errors with float16" does, the sampler's 5x5 erode kernel is built
-in the train dtype, like the mask it erodes. A few DDIM steps and the VAE decode then run in
-float16 and match a float32 copy of the same weights (relative L2 and max abs error).
-"""
+"""OneTrainer float16 inpainting sampling, FIXED: kernel and masks in the train dtype."""
 
 import torch
 from torch import nn
@@ -32,14 +27,14 @@ def sample(dtype: torch.dtype) -> torch.Tensor:
     mask = to_tensor_like_torchvision(inpainting_mask_image()).to(device, dtype)[None]
     erode = nn.Conv2d(
         1, 1, 5, padding=2, padding_mode="replicate", bias=False, device=device, dtype=dtype
-    )  # the fix: the kernel in the model dtype
+    )  # the fix (1/3): the kernel in the train dtype
     nn.init.constant_(erode.weight.requires_grad_(False), 1 / 25)  # 5x5 mean
     print(f"mask: {mask.dtype}, erode kernel: {erode.weight.dtype}, UNet weights: {unet.dtype}")
-    eroded_mask = (erode(mask) > 0.99).to(dtype)  # white only where all 5x5 neighbours are
-    masked_image = image * (eroded_mask < 0.5)
+    eroded_mask = (erode(mask) > 0.99).to(dtype)  # the fix (2/3); white where all 5x5 are
+    masked_image = image * (1 - eroded_mask)  # the conditioning image: repaint area zeroed
     masked_latent = encode(vae, masked_image)
-    latent_mask = scale_to_latent(eroded_mask, masked_latent).expand(len(image), -1, -1, -1)
-    return sample_and_decode(unet, vae, latent_mask, masked_latent)
+    latent_mask = (scale_to_latent(mask, masked_latent) > 0).to(dtype)  # the fix (3/3)
+    return sample_and_decode(unet, vae, latent_mask.expand(len(image), -1, -1, -1), masked_latent)
 
 
 images = sample(torch.float16)

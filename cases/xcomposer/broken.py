@@ -1,11 +1,4 @@
-"""InternLM-XComposer2-VL chat with an fp16 model, BROKEN: the float32 image meets fp16 weights.
-
-The model is loaded with torch_dtype=torch.float16; the image processor (resize, to-tensor,
-normalise) returns float32. The vision-tower wrapper runs CLIP in float16 but hands the
-features back in the image's dtype (float32), and the projector's first Linear (float16
-weights, with bias) raises:
-    RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Half
-"""
+"""InternLM-XComposer2-VL chat with an fp16 model, BROKEN: the float32 image meets fp16 weights."""
 
 import torch
 

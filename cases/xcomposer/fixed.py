@@ -1,11 +1,4 @@
-"""InternLM-XComposer2-VL chat with an fp16 model, FIXED as the official examples do: autocast.
-
-The official chat examples wrap the call in CUDA autocast (today's spelling:
-`torch.amp.autocast("cuda")`, float16 by default; on the CPU `torch.autocast("cpu",
-dtype=torch.float16)`). Autocast runs each Linear in float16 whatever its input's dtype, so
-the float32 features no longer clash with the projector's float16 weights. The image and the
-features stay float32: autocast bridges the mix, it does not remove it.
-"""
+"""InternLM-XComposer2-VL chat with an fp16 model, FIXED as the official examples do: autocast."""
 
 import torch
 

@@ -1,9 +1,4 @@
-"""InternLM-XComposer2-VL chat with an fp16 model, FIXED: the image cast to the model's dtype.
-
-With a float16 image the vision-tower wrapper hands the features back in float16, so the
-projector's first Linear gets float16 input for its float16 weights. Everything runs in
-float16; the logits are compared with the float32 model fed the float32 image.
-"""
+"""InternLM-XComposer2-VL chat with an fp16 model, FIXED: the image cast to the model's dtype."""
 
 import torch
 

@@ -1,10 +1,6 @@
-"""InternLM-XComposer2-VL chat with an fp16 model, FIXED with the examples' own spelling.
+"""InternLM-XComposer2-VL chat with an fp16 model, FIXED: the examples' torch.cuda.amp.autocast."""
 
-The official examples (and the issue's answers) wrote `with torch.cuda.amp.autocast():`. It
-still works on CUDA (a FutureWarning since torch 2.4: the spelling today is
-`torch.amp.autocast("cuda")`); on a machine without CUDA it disables itself with a warning and
-the step fails as in broken.py, so this variant needs a GPU.
-"""
+import sys
 
 import torch
 
@@ -18,6 +14,9 @@ from cases.xcomposer.tiny_xcomposer2 import (
 )
 from shared.checks import compare_to_reference, pick_device
 
+if not torch.cuda.is_available():  # without CUDA it disables itself: the step fails as broken
+    print("needs CUDA; CPU-runnable: broken.py, fixed.py, fixed_cast_image.py, fixed_fp32.py")
+    sys.exit(2)
 torch.set_grad_enabled(False)  # inference, as in the chat examples
 device = pick_device()
 checkpoint = save_tiny_checkpoint()  # tiny random weights, saved in float32

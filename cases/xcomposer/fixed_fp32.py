@@ -1,9 +1,4 @@
-"""InternLM-XComposer2-VL chat, FIXED by loading the model in float32 (about twice the memory).
-
-With float32 weights the float32 image and features match everything. This is the reference
-computation itself, so the logits equal the reference's; the price is the memory (and speed)
-of float32 weights.
-"""
+"""InternLM-XComposer2-VL chat, FIXED: the model loaded in float32 (about twice the memory)."""
 
 import torch
 
