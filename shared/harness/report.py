@@ -113,7 +113,7 @@ class Verdict:
     device: str = "-"
     seconds: float = 0.0
     note: str = ""
-    silent: bool = False  # the documented failure raises nothing (a measured symptom)
+    silent: bool = False  # the documented failure raises nothing (a symptom, a warning)
     error: ErrorRecord | None = None
     warnings: list[WarningRecord] = field(default_factory=list)
     checks: list[dict] = field(default_factory=list)

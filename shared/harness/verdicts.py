@@ -102,7 +102,7 @@ def _judge_one(
     ):
         kind, detail = CRASHED, f"recorded a clean run, then exited with code {outcome.returncode}"
     verdict = _verdict(kind, detail, outcome, result, expectation, device)
-    verdict.silent = expectation.expect == "symptom" and kind == REPRODUCED
+    verdict.silent = expectation.expect in ("symptom", "warning") and kind == REPRODUCED
     return verdict
 
 

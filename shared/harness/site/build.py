@@ -221,7 +221,7 @@ def documented(expectation: Expectation) -> str:
     if expectation.expect == "error":
         return f"raises {expectation.error}"
     if expectation.expect == "symptom":
-        return f"raises nothing; {expectation.symptom} {expectation.threshold_text}"
+        return f"raises nothing; measured {expectation.symptom} {expectation.threshold_text}"
     if expectation.expect == "warning":
         return f"raises nothing; warns {expectation.warning}"
     if expectation.expect == "absent":
