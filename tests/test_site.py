@@ -181,6 +181,7 @@ def test_case_page_shows_every_declared_pair_and_what_each_variant_printed(built
 
 
 def test_silent_failures_are_shown_apart_from_exceptions(built):
+    assert "a failure that raises nothing" not in visible_text(page_html(built, "index.html"))
     text = visible_text(page_html(built, "minicpm/index.html"))
     assert "REPRODUCED raises nothing" in text
     assert "fixed_per_component embedding error max_abs_err 26.9" in text

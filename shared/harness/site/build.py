@@ -108,6 +108,11 @@ class CasePage:
     readme: Markup
     files: list[str]
 
+    @property
+    def silent(self) -> bool:
+        """Whether a documented failure of the case raises nothing (a symptom, a warning)."""
+        return any(v.expectation.expect in ("symptom", "warning") for v in self.case.variants)
+
 
 def build(
     out: Path,
