@@ -128,7 +128,9 @@ def test_cpu_only_floors_skip_on_the_cpu_only(tmp_path):
     )
     assert skip_reason(requires, Platform(old_torch, cuda_device_names=("H100",))) is None
     no_transformers = {"torch": "2.13.0", "transformers": None}
-    assert skip_reason(requires, Platform(no_transformers)) == "needs transformers>=5, found none"
+    assert skip_reason(requires, Platform(no_transformers)) == (
+        "needs transformers>=5, found none (fp16 kernels)"
+    )
 
 
 def test_fixes_names_a_failing_variant_and_is_kept(tmp_path):
