@@ -127,8 +127,25 @@ def test_flips_name_the_library_and_the_measured_versions_on_either_side(tmp_pat
         "- broken: REPRODUCED on peft <= 0.11.1, UNAFFECTED from peft 0.12.0 "
         "(measured on peft-old, peft-new, peft-pinned)"
     ) in table
-    flips = json.loads((matrix_dir / "flips.json").read_text(encoding="utf-8"))
-    assert [(f["package"], f["up_to"], f["from"]) for f in flips] == [("peft", "0.11.1", "0.12.0")]
+    (flip,) = json.loads((matrix_dir / "flips.json").read_text(encoding="utf-8"))
+    assert flip["package"] == "peft"
+    assert [(s["verdict"], s["first"], s["last"]) for s in flip["segments"]] == [
+        ("REPRODUCED", "0.11.1", "0.11.1"),
+        ("UNAFFECTED", "0.12.0", "0.21.2"),
+    ]
+
+
+def test_a_window_of_versions_is_two_boundaries(tmp_path):
+    """transformers 4.38.0-4.38.1 only: broken between two releases that were fine."""
+    runs, matrix_dir = tmp_path / "runs", tmp_path / "matrix"
+    for name, verdict, version in (("a", "UNAFFECTED", "4.37.2"), ("b", "REPRODUCED", "4.38.0"),
+                                   ("c", "UNAFFECTED", "4.38.2")):  # fmt: skip
+        write_report(runs / name, verdict, version)
+        matrix_main(["collect", name, str(runs / name), "--matrix-dir", str(matrix_dir)])
+    assert (
+        "- broken: UNAFFECTED on transformers <= 4.37.2, REPRODUCED on transformers 4.38.0, "
+        "UNAFFECTED from transformers 4.38.2 (measured on a, b, c)"
+    ) in (matrix_dir / "matrix.md").read_text(encoding="utf-8")
 
 
 def test_a_flip_with_several_libraries_changing_at_once_says_so(tmp_path):

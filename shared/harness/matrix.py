@@ -58,10 +58,10 @@ def flips(rows: list[dict]) -> list[dict]:
     """Where a variant's verdict changes with one library's version, read off the runs.
 
     For each case/variant and library, the sets that ran it (skips are not measurements) are
-    ordered by that library's version; when the verdicts split into two runs, lower versions
-    one kind and higher versions another, that library's boundary is reported with the two
-    measured versions on either side. The boundary is the library's alone when the two sets on
-    either side differ in no other library; otherwise the others that changed there are named.
+    ordered by that library's version and cut where the verdict changes; each cut must fall
+    between two different versions, or that library does not explain the change. A boundary is
+    the library's alone when the two sets on either side of every cut differ in no other
+    library; otherwise the others that changed there too are named.
     """
     found = []
     for key in dict.fromkeys((row["case"], row["variant"]) for row in rows):
@@ -86,32 +86,47 @@ def _split_by(rows: list[dict], package: str) -> dict | None:
         return None
     if len(versioned) != len(rows):
         return None  # a set without the package cannot be placed on its axis
-    kinds = [r["verdict"] for _, r in versioned]
-    changes = [i for i in range(1, len(kinds)) if kinds[i] != kinds[i - 1]]
-    if len(changes) != 1 or versioned[changes[0] - 1][0] == versioned[changes[0]][0]:
-        return None
-    last, first = versioned[changes[0] - 1][1], versioned[changes[0]][1]
+    segments: list[dict] = []  # runs of one verdict: {"verdict", "first", "last"}
+    also_changed: set[str] = set()
+    previous = None
+    for version, row in versioned:
+        if segments and row["verdict"] == segments[-1]["verdict"]:
+            segments[-1]["last"] = row["versions"][package]
+        else:
+            if previous is not None:
+                if previous[0] == version:
+                    return None  # one version, two verdicts: not this library's doing
+                also_changed |= {
+                    other
+                    for other in VERSIONED_PACKAGES
+                    if other != package
+                    and previous[1]["versions"].get(other) != row["versions"].get(other)
+                }
+            segments.append({"verdict": row["verdict"], "first": row["versions"][package],
+                             "last": row["versions"][package]})  # fmt: skip
+        previous = (version, row)
     return {
         "package": package,
-        "before": kinds[0],
-        "up_to": last["versions"][package],
-        "after": kinds[-1],
-        "from": first["versions"][package],
+        "segments": segments,
         "sets": [r["set"] for _, r in versioned],
-        "also_changed": [
-            other
-            for other in VERSIONED_PACKAGES
-            if other != package and last["versions"].get(other) != first["versions"].get(other)
-        ],
+        "also_changed": sorted(also_changed, key=VERSIONED_PACKAGES.index),
     }
 
 
 def flip_text(flip: dict) -> str:
-    package = flip["package"]
-    text = (
-        f"{flip['variant']}: {flip['before']} on {package} <= {flip['up_to']}, "
-        f"{flip['after']} from {package} {flip['from']} (measured on {', '.join(flip['sets'])})"
-    )
+    package, segments = flip["package"], flip["segments"]
+    parts = []
+    for index, segment in enumerate(segments):
+        if index == 0:
+            span = f"on {package} <= {segment['last']}"
+        elif index == len(segments) - 1:
+            span = f"from {package} {segment['first']}"
+        elif segment["first"] == segment["last"]:
+            span = f"on {package} {segment['first']}"
+        else:
+            span = f"on {package} {segment['first']} to {segment['last']}"
+        parts.append(f"{segment['verdict']} {span}")
+    text = f"{flip['variant']}: {', '.join(parts)} (measured on {', '.join(flip['sets'])})"
     if flip["also_changed"]:
         text += f"; {', '.join(flip['also_changed'])} changed at the same step too"
     return text

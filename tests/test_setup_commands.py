@@ -1,0 +1,202 @@
+"""The README's two set-up commands work as a newcomer types them, on the machine's Debian Python.
+
+`test_readme_commands_work_in_a_fresh_clone` reads the two commands from README.md's "Set up and
+run" section (so README and test cannot drift apart), makes a fresh `git clone` of this
+repository's HEAD, and runs each command there with bash exactly as written, with Debian's
+externally-managed `/usr/bin/python3` first on PATH and this test's own environment (virtualenv,
+PYTHONPATH, nox and pytest settings) removed. Nothing installed by hand is reused: the clone has
+no `.nox/`, so `tools/nox.py` builds its bootstrap environment and nox builds the session
+environments from scratch. What is reused are the package caches in the user's home (uv's, pip's
+and the pinned pip wheel in ~/.cache/precision-gallery), so the packages are not downloaded again.
+
+Two honest departures from "exactly what a newcomer gets":
+- Uncommitted changes are copied over the clone (modified and untracked files that git does not
+  ignore; deleted files are deleted), so a developer tests what they are about to commit. On CI
+  the checkout is clean and the clone is HEAD itself.
+- The test command would run the whole suite again, this test included (recursion, and CI time
+  doubled). The command is run as written, but with PYTEST_ADDOPTS (pytest's own environment
+  variable, which nox passes through to `python -m pytest`) naming a few cheap tests. What is
+  checked is that the command builds the `tests` environment from the pins and pytest runs in
+  it; the full suite is what the outer run itself is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+DEBIAN_PYTHON = Path("/usr/bin/python3")
+BOOTSTRAP = ROOT / "tools" / "nox.py"
+# The inner `nox -s tests`: cheap tests that need the session's packages (nox, hadolint).
+INNER_TESTS = (
+    "tests/test_docker.py tests/test_nox.py::test_every_case_folder_is_a_tagged_session "
+    "tests/test_setup_commands.py::test_older_python_gets_one_line_stubbed"
+)
+# What the outer test run leaves in the environment that a newcomer's shell would not have.
+FOREIGN_VARIABLES = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX", "UV_PYTHON")
+
+
+def readme_commands() -> dict[str, str]:
+    """The set-up commands of README.md: {"case": ..., "tests": ...}, each one line as written."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Set up and run", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block, "README.md's 'Set up and run' section has no ```sh block"
+    lines = [line for line in block.group(1).splitlines() if line.strip()]
+    commands = {}
+    for line in lines:
+        if "-s case-minicpm" in line:
+            commands["case"] = line
+        elif "-s tests" in line:
+            commands["tests"] = line
+    assert len(lines) == 2 and set(commands) == {"case", "tests"}, lines
+    return commands
+
+
+def shell_words(command: str) -> list[str]:
+    """The command without its trailing comment, as words."""
+    return shlex.split(command, comments=True)
+
+
+def fresh_clone(destination: Path) -> Path:
+    """A `git clone` of HEAD with the working tree's uncommitted changes copied over it."""
+    subprocess.run(
+        ["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(destination)], check=True
+    )
+    changed = subprocess.run(
+        ["git", "ls-files", "-z", "--modified", "--others", "--exclude-standard"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout.split("\0")  # fmt: skip
+    deleted = subprocess.run(
+        ["git", "ls-files", "-z", "--deleted"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.split("\0")
+    for name in filter(None, changed):
+        if (ROOT / name).is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, destination / name)
+    for name in filter(None, deleted):
+        (destination / name).unlink(missing_ok=True)
+    return destination
+
+
+def newcomer_environment() -> dict[str, str]:
+    """This process's environment with Debian's python3 first and the test's own settings gone."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in FOREIGN_VARIABLES and not key.startswith(("NOX_", "PYTEST_"))
+    }
+    ours = {str(Path(sys.executable).parent), str(Path(sys.prefix) / "bin")}
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p not in ours]
+    env["PATH"] = os.pathsep.join([str(DEBIAN_PYTHON.parent), *path])
+    return env
+
+
+def run_as_written(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=1500
+    )
+
+
+def test_readme_shows_two_one_line_commands_through_the_bootstrap():
+    for command in readme_commands().values():
+        words = shell_words(command)
+        assert words[:2] == ["python3", "tools/nox.py"], command
+        assert "--break-system-packages" not in command
+
+
+def test_ci_runs_the_readme_test_command():
+    ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    expected = shell_words(readme_commands()["tests"])
+    assert any(shell_words(line) == expected for line in ci_lines if line.strip()), (
+        f".ci/run must run the README's test command: {shlex.join(expected)}"
+    )
+
+
+@pytest.mark.skipif(
+    not DEBIAN_PYTHON.exists() and not os.environ.get("CI"),
+    reason="no /usr/bin/python3 here (CI has Debian's)",
+)
+def test_readme_commands_work_in_a_fresh_clone(tmp_path):
+    assert DEBIAN_PYTHON.exists(), "CI must have Debian's /usr/bin/python3"
+    clone = fresh_clone(tmp_path / "clone")
+    assert not (clone / ".nox").exists()
+    env = newcomer_environment()
+    commands = readme_commands()
+
+    case = run_as_written(commands["case"], clone, env)
+    output = case.stdout + case.stderr
+    assert case.returncode == 0, f"{commands['case']}\n{output[-6000:]}"
+    assert "tools/nox.py: setting up nox in .nox/_bootstrap" in output  # built, not reused
+    assert "gallery: OK" in output
+
+    # The bootstrap environment stands on Debian's interpreter, not on this test's.
+    stamp = (clone / ".nox" / "_bootstrap" / "bootstrap.json").read_text(encoding="utf-8")
+    assert f'"base": "{DEBIAN_PYTHON.resolve()}"' in stamp
+
+    tests = run_as_written(commands["tests"], clone, {**env, "PYTEST_ADDOPTS": INNER_TESTS})
+    output = tests.stdout + tests.stderr
+    assert tests.returncode == 0, f"{commands['tests']}\n{output[-6000:]}"
+    assert re.search(r"\b\d+ passed\b", output) and " failed" not in output, output[-3000:]
+
+
+def older_pythons() -> list[Path]:
+    """Interpreters on this machine older than 3.11 (pyenv's, or pythonX.Y on PATH)."""
+    found = set(Path.home().glob(".pyenv/versions/*/bin/python"))
+    for minor in range(6, 11):
+        exe = shutil.which(f"python3.{minor}")
+        if exe:
+            found.add(Path(exe))
+    for name in ("python2", "python2.7"):
+        exe = shutil.which(name)
+        if exe:
+            found.add(Path(exe))
+    older = []
+    for exe in sorted(found):
+        version = subprocess.run(
+            [str(exe), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True, text=True,
+        ).stdout.strip()  # fmt: skip
+        if version and tuple(map(int, version.split("."))) < (3, 11):
+            older.append(exe)
+    return older
+
+
+def assert_one_line_naming_the_version(run: subprocess.CompletedProcess) -> None:
+    assert run.returncode == 2, run.stdout + run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert "needs Python 3.11 or newer" in lines[0] and "requires-python >=3.11" in lines[0]
+    assert "Traceback" not in run.stderr
+
+
+def test_older_python_gets_one_line_stubbed(tmp_path):
+    """The check itself, with this interpreter claiming to be 3.9 (no old Python needed)."""
+    stub = (
+        "import runpy, sys; sys.version_info = (3, 9, 2, 'final', 0); "
+        f"sys.argv = [{str(BOOTSTRAP)!r}, '-l']; runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    run = subprocess.run([sys.executable, "-c", stub], capture_output=True, text=True)
+    assert_one_line_naming_the_version(run)
+    assert "is Python 3.9.2" in run.stderr
+    assert not (tmp_path / ".nox").exists()
+
+
+def test_older_python_gets_one_line_for_real():
+    """Every older interpreter found here (pyenv keeps 2.7 to 3.10) gets the line, not a crash."""
+    pythons = older_pythons()
+    if not pythons:
+        pytest.skip("no Python older than 3.11 on this machine; the stubbed test covers the check")
+    for exe in pythons:
+        run = subprocess.run(
+            [str(exe), str(BOOTSTRAP), "-s", "tests"], capture_output=True, text=True, cwd=ROOT
+        )
+        assert_one_line_naming_the_version(run)
