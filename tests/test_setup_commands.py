@@ -6,8 +6,8 @@ repository's HEAD, and runs each command there with bash exactly as written, wit
 externally-managed `/usr/bin/python3` first on PATH and this test's own environment (virtualenv,
 PYTHONPATH, nox and pytest settings) removed. Nothing installed by hand is reused: the clone has
 no `.nox/`, so `tools/nox.py` builds its bootstrap environment and nox builds the session
-environments from scratch. What is reused are the package caches in the user's home (uv's, pip's
-and the pinned pip wheel in ~/.cache/precision-gallery), so the packages are not downloaded again.
+environments from scratch. What is reused are the package caches in the user's home (uv's and
+pip's), so the packages are not downloaded again.
 
 Two honest departures from "exactly what a newcomer gets":
 - Uncommitted changes are copied over the clone (modified and untracked files that git does not
