@@ -277,10 +277,13 @@ class MismatchGuard:
             self.errors.append(f"{self._names.get(module, type(module).__name__)}: {exc!r}")
 
     def _judge(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        # In a module accelerate dispatched (its `_hf_hook`), weights on "meta" are placeholders
+        # that the hook loads just before the call: nothing a real input could mismatch.
+        placeholders = hasattr(module, "_hf_hook")
         params = [
             (name, param)
             for name, param in module.named_parameters(recurse=False)
-            if param.is_floating_point()
+            if param.is_floating_point() and not (placeholders and param.device.type == "meta")
         ]
         if not params:
             return
