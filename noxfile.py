@@ -102,12 +102,17 @@ def matrix(session: nox.Session, library_set: str) -> None:
     session.install(*packages)
     report_dir = ROOT / ".gallery" / "matrix" / library_set
     shutil.rmtree(report_dir, ignore_errors=True)
-    # Exit 1 (anomalies) still leaves reports: collect them, then `collect` fails the session.
+    # Exit 1 (anomalies) still leaves every report: collect them, then `collect` fails the
+    # session. Any other failure (bad input 2, internal error 3) stops the session here.
     session.run(
         "python", "-m", "shared.harness", "run", *cases, "--report-dir", str(report_dir),
         success_codes=[0, 1],
     )  # fmt: skip
-    session.run("python", "-m", "shared.harness", "matrix", "collect", library_set, str(report_dir))
+    ran = case_names() if cases == ["--all"] else cases
+    session.run(
+        "python", "-m", "shared.harness", "matrix", "collect", library_set, str(report_dir),
+        "--cases", *ran,
+    )  # fmt: skip
 
 
 def _override_pins(pinned: tuple[str, ...], requested: list[str]) -> list[str]:

@@ -473,3 +473,12 @@ def test_a_swapped_variant_of_a_real_case_fails_the_run(tmp_path, script, replac
     assert run.returncode == 1
     assert read_report(tmp_path, "minicpm")[variant]["kind"] == verdict
     assert f"NOT AS DOCUMENTED: {variant} {verdict}" in run.stdout
+
+
+def test_a_harness_failure_is_an_internal_error_not_an_anomaly(tmp_path):
+    """Exit 3, never 1: the matrix session accepts 1 (anomalies, reports whole) and collects."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    run = run_gallery("minicpm", "--only", "fixed", report_dir=blocker / "reports")
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "gallery: internal error: the harness failed" in run.stderr

@@ -156,3 +156,11 @@ def test_a_flip_with_several_libraries_changing_at_once_says_so(tmp_path):
         matrix_main(["collect", name, str(runs / name), "--matrix-dir", str(matrix_dir)])
     table = (matrix_dir / "matrix.md").read_text(encoding="utf-8")
     assert "peft changed at the same step too" in table
+
+
+def test_a_set_whose_run_did_not_finish_is_an_error(tmp_path, capsys):
+    folder = write_report(tmp_path / "runs" / "half", "REPRODUCED", "5.23.0", case="demo")
+    argv = ["collect", "half", str(folder), "--matrix-dir", str(tmp_path / "m")]
+    assert matrix_main([*argv, "--cases", "demo", "other"]) == 2
+    assert "left no report for ['other']" in capsys.readouterr().err
+    assert matrix_main([*argv, "--cases", "demo"]) == 0

@@ -1,11 +1,12 @@
 """``python -m shared.harness COMMAND``: the gallery's one command line (see ``cli``)."""
 
 import sys
+import traceback
 
 from shared.harness import INSTALL_HINT
 
 try:
-    from shared.harness.cli import main
+    from shared.harness.cli import ExitCode, main
 except ModuleNotFoundError as missing:  # e.g. `nox --no-venv` in an environment without them
     print(
         f"gallery: error: {missing.name} is not installed for {sys.executable}; {INSTALL_HINT}",
@@ -13,4 +14,10 @@ except ModuleNotFoundError as missing:  # e.g. `nox --no-venv` in an environment
     )
     sys.exit(2)
 
-sys.exit(main())
+try:
+    sys.exit(main())
+except Exception:  # noqa: BLE001 - not 1: that is "an anomaly", and the reports would be whole
+    traceback.print_exc()
+    print("gallery: internal error: the harness failed (above); its reports are incomplete",
+          file=sys.stderr)  # fmt: skip
+    sys.exit(ExitCode.INTERNAL_ERROR)

@@ -15,7 +15,9 @@ import enum
 import importlib.metadata
 import os
 import platform as python_platform
+import shutil
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -41,6 +43,7 @@ class ExitCode(enum.IntEnum):
     OK = 0
     ANOMALIES = 1  # a verdict is not the documented one (or a site check found problems)
     USAGE_ERROR = 2  # bad input: unknown case or variant, broken metadata, missing packages
+    INTERNAL_ERROR = 3  # the harness itself failed: its reports are incomplete
 
 
 KIND_WIDTH, NAME_WIDTH = 14, 26
@@ -98,6 +101,9 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
     _print_header(platform, method, time.perf_counter() - started, parallel)
 
     verdicts: dict[str, list[Verdict | None]] = {case.name: [] for case in cases}
+    # A folder of this run's own: two runs at once (a matrix set, a test) never share one.
+    WORK_DIR.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=WORK_DIR))
     jobs = []
     threads = max(1, (os.cpu_count() or 1) // parallel)
     for case in cases:
@@ -110,7 +116,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
             if reason:
                 verdicts[case.name].append(Verdict(SKIPPED, reason, variant=variant.name))
             else:
-                jobs.append(Job(case, variant, WORK_DIR / case.name / variant.name, threads, ranks))
+                jobs.append(Job(case, variant, run_dir / case.name / variant.name, threads, ranks))
                 verdicts[case.name].append(None)  # filled in below
 
     results = run_jobs(jobs, parallel)
@@ -127,6 +133,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
         _print_case_summary(case.name, case_verdicts)
         _case_report(case, platform, case_verdicts).write(report_dir)
 
+    shutil.rmtree(run_dir, ignore_errors=True)
     all_verdicts = [v for case_verdicts in verdicts.values() for v in case_verdicts]
     return _print_total(all_verdicts, time.perf_counter() - started)
 

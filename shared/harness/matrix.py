@@ -204,6 +204,9 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     # GALLERY_MATRIX_DIR: where a test run of the matrix session writes instead.
     default_dir = Path(os.environ.get("GALLERY_MATRIX_DIR", MATRIX_DIR))
     collect.add_argument("--matrix-dir", type=Path, default=default_dir)
+    collect.add_argument(
+        "--cases", nargs="+", metavar="CASE", help="the cases the set ran: each needs a report"
+    )
     collect.set_defaults(handler=collect_command)
 
 
@@ -211,6 +214,11 @@ def collect_command(args: argparse.Namespace) -> int:
     rows = observations(args.library_set, args.report_dir)
     if not rows:
         print(f"matrix: error: no gallery reports in {args.report_dir}", file=sys.stderr)
+        return 2
+    missing = sorted(set(args.cases or ()) - {row["case"] for row in rows})
+    if missing:
+        print(f"matrix: error: {args.library_set} ran, but left no report for {missing} in "
+              f"{args.report_dir}: the run did not finish", file=sys.stderr)  # fmt: skip
         return 2
     (args.matrix_dir / "sets").mkdir(parents=True, exist_ok=True)
     set_path = args.matrix_dir / "sets" / f"{args.library_set}.json"
