@@ -96,11 +96,16 @@ def _split_by(rows: list[dict], package: str) -> dict | None:
             if previous is not None:
                 if previous[0] == version:
                     return None  # one version, two verdicts: not this library's doing
+                # A library installed on one side only is one the case does not use (a case
+                # missing a library it needs is SKIPPED, not measured).
+                before, after = previous[1]["versions"], row["versions"]
                 also_changed |= {
                     other
                     for other in VERSIONED_PACKAGES
                     if other != package
-                    and previous[1]["versions"].get(other) != row["versions"].get(other)
+                    and other in before
+                    and other in after
+                    and before[other] != after[other]
                 }
             segments.append({"verdict": row["verdict"], "first": row["versions"][package],
                              "last": row["versions"][package]})  # fmt: skip
