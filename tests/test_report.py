@@ -1,0 +1,55 @@
+"""The one report type: what the harness writes is what the matrix, the site and tests read."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.harness.paths import REPO_ROOT, relative, relative_text
+from shared.harness.report import CaseReport, ErrorRecord, ProcessResult, Verdict, WarningRecord
+
+
+def raise_here():
+    raise RuntimeError("mat1 and mat2 must have the same dtype\nsecond line")
+
+
+def test_an_error_record_is_relative_and_names_its_raise_site():
+    with pytest.raises(RuntimeError) as caught:
+        raise_here()
+    error = ErrorRecord.of(caught.value)
+    assert error.first_line == "RuntimeError: mat1 and mat2 must have the same dtype"
+    assert error.raise_site == "tests/test_report.py:raise_here"
+    assert not any(frame.startswith("/") for frame in error.frames)
+
+
+def test_a_case_report_round_trips_through_json(tmp_path):
+    error = ErrorRecord("RuntimeError", "builtins.RuntimeError", "boom", ("torch/x.py:f",))
+    verdict = Verdict(
+        kind="REPRODUCED", detail="d", variant="broken", error=error, silent=True,
+        warnings=[WarningRecord("RuntimeWarning", "cast", "diffusers/image_processor.py:143")],
+        measurements=[{"label": "x", "measure": "nan_fraction", "value": 1.0, "detail": ""}],
+    )  # fmt: skip
+    report = CaseReport("demo", "Demo", "2026-11-23T00:00:00+00:00", "3.11.7",
+                        {"torch": "2.13.0"}, [], [verdict])  # fmt: skip
+    assert CaseReport.read(report.write(tmp_path)) == report
+    assert CaseReport.read(tmp_path / "demo.json").verdict("broken").error.raise_site == (
+        "torch/x.py:f"
+    )
+
+
+def test_an_unknown_field_is_refused_not_dropped(tmp_path):
+    path = tmp_path / "result.json"
+    ProcessResult(status="clean").write(path)
+    path.write_text(path.read_text().replace('"status"', '"state"'), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"unknown field\(s\) \['state'\]"):
+        ProcessResult.read(path)
+
+
+def test_paths_are_made_relative_to_site_packages_or_the_repository():
+    library = "/opt/venv/lib/python3.11/site-packages/torch/nn/functional.py"
+    assert relative(library) == "torch/nn/functional.py"
+    assert relative(REPO_ROOT / "cases" / "x" / "broken.py") == "cases/x/broken.py"
+    text = f'  File "{library}", line 5\n{REPO_ROOT}/cases/x/broken.py:3: UserWarning'
+    assert (
+        relative_text(text)
+        == '  File "torch/nn/functional.py", line 5\ncases/x/broken.py:3: UserWarning'
+    )
