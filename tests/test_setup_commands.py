@@ -1,23 +1,28 @@
 """The README's two set-up commands work as a newcomer types them, on the machine's Debian Python.
 
-`test_readme_commands_work_in_a_fresh_clone` reads the two commands from README.md's "Set up and
-run" section (so README and test cannot drift apart), makes a fresh `git clone` of this
-repository's HEAD, and runs each command there with bash exactly as written, with Debian's
+`test_readme_commands_work_in_a_fresh_clone` makes a fresh `git clone` of this repository's HEAD
+(committed work only: what CI and a newcomer get; uncommitted edits in this checkout are not
+tested here), reads the two commands from that clone's README.md, "Set up and run" section (so
+README and test cannot drift apart), and runs each with bash exactly as written, with Debian's
 externally-managed `/usr/bin/python3` first on PATH and this test's own environment (virtualenv,
 PYTHONPATH, nox and pytest settings) removed. Nothing installed by hand is reused: the clone has
-no `.nox/`, so `tools/nox.py` builds its bootstrap environment and nox builds the session
-environments from scratch. What is reused are the package caches in the user's home (uv's and
-pip's), so the packages are not downloaded again.
+no `.nox/`, so `tools/nox.py` builds its bootstrap environment with Debian's python3 and nox
+builds the session environments from the pins. What is reused are the package caches in the
+user's home (uv's and pip's), so the packages are not downloaded again.
 
-Two honest departures from "exactly what a newcomer gets":
-- Uncommitted changes are copied over the clone (modified and untracked files that git does not
-  ignore; deleted files are deleted), so a developer tests what they are about to commit. On CI
-  the checkout is clean and the clone is HEAD itself.
-- The test command would run the whole suite again, this test included (recursion, and CI time
-  doubled). The command is run as written, but with PYTEST_ADDOPTS (pytest's own environment
-  variable, which nox passes through to `python -m pytest`) naming a few cheap tests. What is
-  checked is that the command builds the `tests` environment from the pins and pytest runs in
-  it; the full suite is what the outer run itself is.
+One honest departure from "exactly what a newcomer gets": the test command would run the whole
+suite again, this test included (recursion, and CI time doubled). The command is run as
+written, but with PYTEST_ADDOPTS (pytest's own environment variable, which nox passes through to
+`python -m pytest`) naming a few cheap tests (INNER_TESTS). What is checked is that the command
+builds the `tests` environment from the pins and pytest runs and passes in it; the full suite is
+what the outer run itself is.
+
+`test_without_python3_venv_the_case_command_says_what_to_install` runs the case command on
+Debian's python3 as a stock Debian has it, without `python3-venv` (no ensurepip, so no venv can
+get pip): as root, in a private mount namespace that hides `ensurepip` from that command only.
+The bootstrap installs packages only by name through pip, never from a download of its own, so
+there it stops with one line naming the package to install. Where the namespace cannot be made
+(not root, no unshare), it skips and `test_no_ensurepip_stubbed` covers the same code path.
 """
 
 from __future__ import annotations
@@ -44,9 +49,9 @@ INNER_TESTS = (
 FOREIGN_VARIABLES = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX", "UV_PYTHON")
 
 
-def readme_commands() -> dict[str, str]:
+def readme_commands(root: Path = ROOT) -> dict[str, str]:
     """The set-up commands of README.md: {"case": ..., "tests": ...}, each one line as written."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (root / "README.md").read_text(encoding="utf-8")
     section = text.split("## Set up and run", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```sh\n(.*?)```", section, re.S)
     assert block, "README.md's 'Set up and run' section has no ```sh block"
@@ -67,23 +72,10 @@ def shell_words(command: str) -> list[str]:
 
 
 def fresh_clone(destination: Path) -> Path:
-    """A `git clone` of HEAD with the working tree's uncommitted changes copied over it."""
+    """A plain `git clone` of this repository's HEAD: no uncommitted file, no `.nox/`."""
     subprocess.run(
         ["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(destination)], check=True
     )
-    changed = subprocess.run(
-        ["git", "ls-files", "-z", "--modified", "--others", "--exclude-standard"],
-        cwd=ROOT, check=True, capture_output=True, text=True,
-    ).stdout.split("\0")  # fmt: skip
-    deleted = subprocess.run(
-        ["git", "ls-files", "-z", "--deleted"], cwd=ROOT, check=True, capture_output=True, text=True
-    ).stdout.split("\0")
-    for name in filter(None, changed):
-        if (ROOT / name).is_file():
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, destination / name)
-    for name in filter(None, deleted):
-        (destination / name).unlink(missing_ok=True)
     return destination
 
 
@@ -130,7 +122,7 @@ def test_readme_commands_work_in_a_fresh_clone(tmp_path):
     clone = fresh_clone(tmp_path / "clone")
     assert not (clone / ".nox").exists()
     env = newcomer_environment()
-    commands = readme_commands()
+    commands = readme_commands(clone)  # the clone's own README: what it says is what is run
 
     case = run_as_written(commands["case"], clone, env)
     output = case.stdout + case.stderr
@@ -146,6 +138,71 @@ def test_readme_commands_work_in_a_fresh_clone(tmp_path):
     output = tests.stdout + tests.stderr
     assert tests.returncode == 0, f"{commands['tests']}\n{output[-6000:]}"
     assert re.search(r"\b\d+ passed\b", output) and " failed" not in output, output[-3000:]
+
+
+def debian_python_without_ensurepip(tmp_path: Path) -> str | None:
+    """A bash prefix under which Debian's python3 is as without `python3-venv`, else None.
+
+    A stock Debian or Ubuntu lacks that package (ensurepip), and a plain `python3 -m venv`
+    fails there. Removing it from this machine is not the test's to do: in a private mount
+    namespace (`unshare -m`, root only), a copy of the standard library without `ensurepip/`
+    is bound over the real one, for this command only.
+    """
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return None
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        return None
+    stdlib = subprocess.run(
+        [str(DEBIAN_PYTHON), "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    copy = tmp_path / "stdlib-without-ensurepip"
+    shutil.copytree(stdlib, copy, symlinks=True, ignore=shutil.ignore_patterns("ensurepip"))
+    return f"mount --bind {shlex.quote(str(copy))} {shlex.quote(stdlib)} && "
+
+
+def assert_names_python3_venv(run: subprocess.CompletedProcess) -> None:
+    assert run.returncode == 2, run.stdout + run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    assert "has no ensurepip" in lines[0] and "apt-get install python3-venv" in lines[0]
+
+
+@pytest.mark.skipif(not DEBIAN_PYTHON.exists(), reason="no /usr/bin/python3 here")
+def test_without_python3_venv_the_case_command_says_what_to_install(tmp_path):
+    """The README's case command, as written, where Debian's python3 has no python3-venv."""
+    prefix = debian_python_without_ensurepip(tmp_path)
+    if prefix is None:
+        pytest.skip("needs root and unshare to hide python3-venv; the stubbed test covers it")
+    clone = fresh_clone(tmp_path / "clone")
+    command = readme_commands(clone)["case"]
+    script = (
+        prefix + "! python3 -c 'import ensurepip' 2>/dev/null && "
+        "! python3 -m venv .venv-plain >/dev/null 2>&1 && " + command
+    )
+    run = subprocess.run(
+        ["unshare", "-m", "bash", "-c", script], cwd=clone, env=newcomer_environment(),
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert_names_python3_venv(run)
+
+
+def test_no_ensurepip_stubbed(tmp_path):
+    """Without ensurepip the bootstrap says, in one line, which package gives it (no root)."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(BOOTSTRAP, tmp_path / "tools" / "nox.py")
+    shutil.copy2(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    stub = (
+        "import runpy, sys; sys.modules['ensurepip'] = None; "
+        "sys.argv = ['tools/nox.py', '--version']; runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    python = str(DEBIAN_PYTHON if DEBIAN_PYTHON.exists() else sys.executable)
+    run = subprocess.run(
+        [python, "-c", stub], cwd=tmp_path, env=newcomer_environment(),
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert_names_python3_venv(run)
+    assert not (tmp_path / ".nox" / "_bootstrap").exists()
 
 
 def older_pythons() -> list[Path]:
