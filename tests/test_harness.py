@@ -336,7 +336,7 @@ def test_silent_failures_are_measured_by_shared_code_and_labelled(synthetic_run)
     assert "measured no 'output error'" in report["silent_unmeasured"]["detail"]
     # a hand-written raise that names the symptom is not the symptom
     assert report["raises_the_symptom"]["detail"].startswith("raised RuntimeError")
-    assert "(2 of them raising nothing)" in run.stdout  # the symptom and the warning
+    assert "reproduced (2 raising nothing)" in run.stdout  # the symptom and the warning
 
 
 def test_warnings_are_recorded_with_where_they_were_issued(synthetic_run):

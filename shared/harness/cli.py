@@ -32,7 +32,7 @@ from shared.harness.catalog import (
     load_case,
 )
 from shared.harness.paths import CASES_DIR, RUNS_DIR, WORK_DIR
-from shared.harness.report import EXPECTED_KINDS, SKIPPED, CaseReport, Verdict
+from shared.harness.report import EXPECTED_KINDS, REPRODUCED, SKIPPED, CaseReport, Verdict
 from shared.harness.runner import Job, preload, probe_cuda, run_jobs, start_method
 from shared.harness.verdicts import Platform, judge, skip_reason
 
@@ -223,10 +223,12 @@ def _print_verdict(verdict: Verdict) -> None:
 
 def _print_case_summary(case_name: str, case_verdicts: list[Verdict]) -> None:
     kinds = [verdict.kind for verdict in case_verdicts]
-    counts = ", ".join(f"{kinds.count(k)} {k.lower()}" for k in dict.fromkeys(kinds))
     silent = sum(verdict.silent for verdict in case_verdicts)
-    if silent:
-        counts += f" ({silent} of them raising nothing)"
+    counts = ", ".join(
+        f"{kinds.count(k)} {k.lower()}"
+        + (f" ({silent} raising nothing)" if silent and k == REPRODUCED else "")
+        for k in dict.fromkeys(kinds)
+    )
     anomalies = [f"{v.variant} {v.kind}" for v in case_verdicts if v.is_anomaly]
     if anomalies:
         status = "NOT AS DOCUMENTED: " + ", ".join(anomalies)
