@@ -25,6 +25,7 @@ VERSIONED_PACKAGES = ("torch", "transformers", "diffusers", "peft", "accelerate"
 # and checked; absent: a broken variant on versions where the failure does not happen.
 EXPECTS = ("error", "symptom", "warning", "pass", "absent")
 FAILURES = ("error", "symptom", "warning")
+SILENT_FAILURES = ("symptom", "warning")  # the failures that raise nothing
 # The keys of an expectation; a `when` entry may override any of them.
 EXPECTATION_KEYS = (
     "expect", "error", "message", "raised_in", "culprit", "symptom", "above", "below",

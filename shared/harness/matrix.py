@@ -153,15 +153,14 @@ def write_tables(matrix_dir: Path) -> str:
         (matrix_dir / f"{case}.json").write_text(
             json.dumps(case_rows, indent=2) + "\n", encoding="utf-8"
         )
-    markdown = markdown_table(rows)
+    found = flips(rows)
+    markdown = markdown_table(rows, found)
     (matrix_dir / "matrix.md").write_text(markdown, encoding="utf-8")
-    (matrix_dir / "flips.json").write_text(
-        json.dumps(flips(rows), indent=2) + "\n", encoding="utf-8"
-    )
+    (matrix_dir / "flips.json").write_text(json.dumps(found, indent=2) + "\n", encoding="utf-8")
     return markdown
 
 
-def markdown_table(rows: list[dict]) -> str:
+def markdown_table(rows: list[dict], found_flips: list[dict]) -> str:
     lines = [
         "# Regression matrix",
         "",
@@ -173,7 +172,7 @@ def markdown_table(rows: list[dict]) -> str:
         case_rows = {(row["variant"], row["set"]): row for row in rows if row["case"] == case}
         case_sets = [s for s in sets if any(key[1] == s for key in case_rows)]
         lines += ["", f"## {case}", ""]
-        case_flips = [flip for flip in flips(rows) if flip["case"] == case]
+        case_flips = [flip for flip in found_flips if flip["case"] == case]
         if case_flips:
             lines += ["Where the outcome changes (measured):", ""]
             lines += [f"- {flip_text(flip)}" for flip in case_flips]

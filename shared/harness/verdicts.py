@@ -10,7 +10,13 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from shared.harness.catalog import Expectation, Requirements, Variant, unmet_version
+from shared.harness.catalog import (
+    SILENT_FAILURES,
+    Expectation,
+    Requirements,
+    Variant,
+    unmet_version,
+)
 from shared.harness.paths import relative_text
 from shared.harness.report import (
     ANOMALIES,
@@ -102,7 +108,7 @@ def _judge_one(
     ):
         kind, detail = CRASHED, f"recorded a clean run, then exited with code {outcome.returncode}"
     verdict = _verdict(kind, detail, outcome, result, expectation, device)
-    verdict.silent = expectation.expect in ("symptom", "warning") and kind == REPRODUCED
+    verdict.silent = expectation.expect in SILENT_FAILURES and kind == REPRODUCED
     return verdict
 
 

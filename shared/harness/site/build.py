@@ -24,7 +24,14 @@ from markupsafe import Markup
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from shared.harness.catalog import Case, CaseError, Expectation, case_names, load_case
+from shared.harness.catalog import (
+    SILENT_FAILURES,
+    Case,
+    CaseError,
+    Expectation,
+    case_names,
+    load_case,
+)
 from shared.harness.matrix import flip_text, flips
 from shared.harness.paths import CASES_DIR, CUDA_DIR, MATRIX_DIR, RUNS_DIR
 from shared.harness.report import (
@@ -111,7 +118,7 @@ class CasePage:
     @property
     def silent(self) -> bool:
         """Whether a documented failure of the case raises nothing (a symptom, a warning)."""
-        return any(v.expectation.expect in ("symptom", "warning") for v in self.case.variants)
+        return any(v.expectation.expect in SILENT_FAILURES for v in self.case.variants)
 
 
 def build(
