@@ -1,15 +1,64 @@
-"""Save a tiny model with ``save_pretrained`` so variants load it back the documented way.
+"""Tiny models: save one for ``from_pretrained``, and name the arbitrary choices it makes.
 
 Loading through ``from_pretrained(..., dtype=...)`` matters: it is the real loading code whose
 dtype handling (what gets cast, what stays float32) the cases are about.
+
+A tiny model's seed, init scale or activation scale are arbitrary: a failure that raises
+nothing must not hang on them. ``tiny_seed`` and ``knob`` name each such choice with its
+realistic range; the test suite reruns every silent variant with ``GALLERY_PERTURB`` set to
+``seed`` (another seed), ``low`` or ``high`` (every knob at that end of its range) and asserts the
+same verdict.
 """
 
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from shared.record import RECORD
+
+PERTURB_VARIABLE = "GALLERY_PERTURB"
+PERTURBATIONS = ("seed", "low", "high")
+OTHER_SEED_OFFSET = 1009  # GALLERY_PERTURB=seed: every tiny_seed(n) becomes n + this
+
+
+def _perturbation() -> str:
+    wanted = os.environ.get(PERTURB_VARIABLE, "")
+    if wanted and wanted not in PERTURBATIONS:
+        raise ValueError(f"{PERTURB_VARIABLE} must be one of {PERTURBATIONS}, got {wanted!r}")
+    return wanted
+
+
+def tiny_seed(seed: int = 0) -> int:
+    """Seed torch for a tiny model's random weights; return the seed used.
+
+    ``seed`` as written, or another one under ``GALLERY_PERTURB=seed``.
+    """
+    import torch
+
+    if _perturbation() == "seed":
+        seed += OTHER_SEED_OFFSET
+    RECORD["knobs"]["seed"] = seed
+    torch.manual_seed(seed)
+    return seed
+
+
+def knob(name: str, default: float, realistic: tuple[float, float]) -> float:
+    """An arbitrary tiny-model choice (init scale, activation scale) and its realistic range.
+
+    Returns ``default``, or under ``GALLERY_PERTURB=low`` / ``high`` that end of ``realistic``.
+    The value used is printed and recorded, so a verdict shows what it was measured at.
+    """
+    low, high = realistic
+    if not low <= default <= high:
+        raise ValueError(f"knob {name}: default {default} outside its realistic range {realistic}")
+    value = {"low": low, "high": high}.get(_perturbation(), default)
+    RECORD["knobs"][name] = value
+    print(f"[knob] {name} = {value:g} (realistic {low:g} .. {high:g})")
+    return value
 
 
 def save_pretrained_to_temp(model) -> Path:

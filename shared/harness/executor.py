@@ -48,6 +48,7 @@ def execute(script: Path, result_path: Path) -> int:
     result.wall_s = time.perf_counter() - started
     result.device = RECORD["device"]
     result.checks, result.measurements = RECORD["checks"], RECORD["measurements"]
+    result.knobs = RECORD["knobs"]
     result.culprit = _first_mismatch(guard)
     result.write(result_path)
     return 0 if result.status == "clean" else 1

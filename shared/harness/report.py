@@ -87,6 +87,7 @@ class ProcessResult:
     device: str | None = None
     checks: list[dict] = field(default_factory=list)  # shared.checks.compare_to_reference ...
     measurements: list[dict] = field(default_factory=list)  # shared.checks.measure_*
+    knobs: dict[str, float] = field(default_factory=dict)  # shared.tiny_models.knob / tiny_seed
     warnings: list[WarningRecord] = field(default_factory=list)
     rank: str | None = None
     culprit: dict | None = None  # shared.culprit.as_record of the first mismatch seen
@@ -118,6 +119,7 @@ class Verdict:
     warnings: list[WarningRecord] = field(default_factory=list)
     checks: list[dict] = field(default_factory=list)
     measurements: list[dict] = field(default_factory=list)
+    knobs: dict[str, float] = field(default_factory=dict)  # the tiny model's arbitrary choices
     culprit: dict | None = None  # where the first dtype/device mismatch was seen (failures)
     output_tail: str = ""  # the last lines the variant printed: the evidence
 

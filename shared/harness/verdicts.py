@@ -231,6 +231,7 @@ def _verdict(
         warnings=result.warnings,
         checks=result.checks,
         measurements=result.measurements,
+        knobs=result.knobs,
         culprit=result.culprit if (result.exception or kind in ANOMALIES) else None,
         output_tail=relative_text(
             "\n".join(outcome.log.rstrip().splitlines()[-OUTPUT_TAIL_LINES:])
