@@ -83,6 +83,7 @@ title = "Synthetic case"
 summary = "every verdict once"
 project = "tests"
 issue = "https://example.invalid/1"
+era_start = 2024-01-01
 
 [[variant]]
 name = "reproduced"

@@ -11,6 +11,7 @@ title = "t"
 summary = "s"
 project = "p"
 issue = "https://example.invalid/1"
+era_start = 2024-01-01
 
 [[variant]]
 name = "broken"
@@ -79,6 +80,8 @@ def test_when_entries_pick_the_expectation_by_version_and_device(tmp_path):
         (('expect = "pass"', 'expect = "absent"\nraised_in = "x"'), "takes no ['raised_in']"),
         (("message = 'old text'", "culprit = '('"), "bad regular expression"),
         (('issue = "https://example.invalid/1"', ""), "'issue' is required"),
+        (("era_start = 2024-01-01", 'era_start = "2024-01-01"'), "era_start = YYYY-MM-DD"),
+        (("era_start = 2024-01-01", ""), "era_start = YYYY-MM-DD"),
     ],
 )
 def test_malformed_metadata_is_a_clear_error(tmp_path, change, complaint):
@@ -144,6 +147,7 @@ title = "t"
 summary = "s"
 project = "p"
 issue = "https://example.invalid/1"
+era_start = 2024-01-01
 
 [[variant]]
 name = "broken"

@@ -7,6 +7,7 @@ This module imports no torch: nox and the CLI use it before any heavy import.
 
 from __future__ import annotations
 
+import datetime
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -142,6 +143,7 @@ class Case:
     project: str
     issue: str
     era: str
+    era_start: datetime.date  # the first date the dated sweep runs the case on
     variants: tuple[Variant, ...]
 
 
@@ -170,9 +172,17 @@ def load_case(name: str, cases_dir: Path = CASES_DIR) -> Case:
 
 
 def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
-    _only_keys(data, {"title", "summary", "project", "issue", "era", "requires", "variant"}, where)
+    _only_keys(
+        data,
+        {"title", "summary", "project", "issue", "era", "era_start", "requires", "variant"},
+        where,
+    )
     for key in ("title", "summary", "project", "issue"):
         _need_str(data, key, where)
+    era_start = data.get("era_start")
+    if type(era_start) is not datetime.date:
+        raise CaseError(f"{where}: era_start = YYYY-MM-DD (a TOML date, no quotes) is required: "
+                        "the first date the dated sweep runs the case on")  # fmt: skip
     case_requires = _parse_requirements(data.get("requires", {}), f"{where} [requires]")
     raw_variants = data.get("variant")
     if not isinstance(raw_variants, list) or not raw_variants:
@@ -209,6 +219,7 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
         project=data["project"],
         issue=data["issue"],
         era=data.get("era", ""),
+        era_start=era_start,
         variants=variants,
     )
 
