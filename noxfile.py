@@ -5,8 +5,10 @@
 - `tests`: the test suite.
 - `gallery`: run every case and build the static site (`nox -s gallery -- --check` also loads
   every page in headless Chromium).
-- `matrix`: every case against several library sets (pinned, latest, upstream eras, or a set
-  named on the command line); writes reports/matrix/ (not run by default).
+- `matrix`: every case against several library sets (pinned, latest, upstream eras, the dated
+  sweep `as-of-DATE`, or a set named on the command line: `-- torch==X ...` or
+  `-- --as-of 2024-06-30`); stores its reports in reports/matrix/sets/ (not run by default).
+- `bisect`: the first release of a library where a variant's verdict changes (not by default).
 - `benchmark`: time the gallery against a bare import of its libraries (not run by default).
 
 Pins live in pyproject.toml's dependency groups. With `--no-venv` nothing is installed: the
@@ -23,6 +25,14 @@ import nox
 
 sys.path.insert(0, str(Path(__file__).parent))  # the catalog is the one list of cases
 from shared.harness.catalog import case_names  # noqa: E402
+from shared.harness.library_sets import (  # noqa: E402
+    CUSTOM,
+    LibrarySet,
+    LibrarySetError,
+    custom_set,
+    named_sets,
+)
+from shared.harness.library_sets import library_set as named_set  # noqa: E402
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -31,6 +41,7 @@ nox.options.sessions = ["cases", "tests"]
 
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+UV = nox.virtualenv.find_uv()[1]  # dated sets resolve with uv's --exclude-newer
 
 
 def install_group(session: nox.Session, group: str) -> None:
@@ -76,51 +87,65 @@ def gallery(session: nox.Session) -> None:
     session.run("python", "-m", "shared.harness", "site", "build", *session.posargs)
 
 
-MATRIX_SETS = PYPROJECT["tool"]["gallery"]["matrix"]
-LIBRARY_SETS = ["pinned", *MATRIX_SETS, "custom"]
+LIBRARY_SETS = [*named_sets(), CUSTOM]
 
 
 @nox.session(default=False)
 @nox.parametrize("library_set", LIBRARY_SETS, ids=LIBRARY_SETS)
 def matrix(session: nox.Session, library_set: str) -> None:
-    """Run the cases against one library set; add its column to reports/matrix/."""
-    pinned = nox.project.dependency_groups(PYPROJECT, "cases")
-    if library_set == "pinned":
-        packages, cases = pinned, ["--all"]
-    elif library_set == "custom":
-        if not session.posargs:
-            session.skip(
-                "name a set to run it: nox -s matrix -- torch==2.16.0 transformers==5.30.0"
-            )
-        packages, cases = _override_pins(pinned, session.posargs), ["--all"]
-    else:
-        packages = MATRIX_SETS[library_set]["packages"]
-        named = MATRIX_SETS[library_set]["cases"]
-        cases = ["--all"] if named == "all" else named
+    """Run the cases against one library set; store its reports in reports/matrix/sets/."""
     if session.venv_backend == "none":
         session.error("the matrix builds one environment per library set: run it without --no-venv")
-    session.install(*packages)
-    report_dir = ROOT / ".gallery" / "matrix" / library_set
+    try:
+        chosen = custom_set(session.posargs) if library_set == CUSTOM else named_set(library_set)
+    except LibrarySetError as exc:
+        if library_set == CUSTOM and not session.posargs:
+            session.skip(str(exc))
+        session.error(str(exc))
+    install_set(session, chosen)
+    report_dir = ROOT / ".gallery" / "matrix" / chosen.name
     shutil.rmtree(report_dir, ignore_errors=True)
     # Exit 1 (anomalies) still leaves every report: collect them, then `collect` fails the
     # session. Any other failure (bad input 2, internal error 3) stops the session here.
     session.run(
-        "python", "-m", "shared.harness", "run", *cases, "--report-dir", str(report_dir),
+        "python", "-m", "shared.harness", "run", *chosen.cases, "--report-dir", str(report_dir),
         success_codes=[0, 1],
     )  # fmt: skip
-    ran = case_names() if cases == ["--all"] else cases
     session.run(
-        "python", "-m", "shared.harness", "matrix", "collect", library_set, str(report_dir),
-        "--cases", *ran,
+        "python", "-m", "shared.harness", "matrix", "collect", chosen.name, str(report_dir),
+        "--cases", *chosen.cases,
     )  # fmt: skip
 
 
-def _override_pins(pinned: tuple[str, ...], requested: list[str]) -> list[str]:
-    """The pinned set with the packages the user named replaced by the user's requirements."""
-    from packaging.requirements import Requirement
+def install_set(session: nox.Session, chosen: LibrarySet) -> None:
+    """Install a library set; a dated one is resolved to exact pins first, so that what an
+    earlier run left in the reused environment cannot stand in for that date's releases."""
+    if not chosen.as_of:
+        session.install(*chosen.requirements)
+        return
+    if session.venv_backend != "uv":
+        session.error("a dated set (--as-of) needs uv's --exclude-newer: install uv for nox")
+    scratch = Path(session.create_tmp())
+    wanted, pins = scratch / f"{chosen.name}.in", scratch / f"{chosen.name}.txt"
+    wanted.write_text("\n".join(chosen.requirements) + "\n", encoding="utf-8")
+    session.run(
+        UV, "pip", "compile", str(wanted), "-o", str(pins), "-q", "--python",
+        f"{session.bin}/python", *chosen.install_args, external=True,
+    )  # fmt: skip
+    session.install("-r", str(pins))
 
-    named = {Requirement(spec).name.lower() for spec in requested}
-    return [p for p in pinned if Requirement(p).name.lower() not in named] + list(requested)
+
+@nox.session(default=False)
+def bisect(session: nox.Session) -> None:
+    """Find the first release where a variant's verdict changes:
+    nox -s bisect -- CASE/VARIANT PACKAGE [GOOD BAD] [--base SET | --as-of DATE]."""
+    if session.venv_backend == "none":
+        session.error("a bisection reinstalls its environment: run it without --no-venv")
+    if not session.posargs:
+        session.error("usage: nox -s bisect -- rope-bf16/broken transformers 4.37.2 4.39.3")
+    session.install("pip", "uv", *nox.project.dependency_groups(PYPROJECT, "cases"))
+    session.run("python", "-m", "shared.harness", "bisect", *session.posargs,
+                env={"GALLERY_UV": UV})  # fmt: skip
 
 
 @nox.session(default=False)

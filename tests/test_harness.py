@@ -70,6 +70,9 @@ SCRIPTS = {
     "silent_unmeasured.py": "print('measured nothing')",
     "raises_the_symptom.py": "raise RuntimeError('output error 1e3: the symptom')",
     "warns.py": WARNS,
+    # A defect of the gallery's own code (a tiny model's helper), not the library's failure.
+    "tiny_helper.py": "def first_table(tables):\n    return tables[0]\n",
+    "gallery_bug.py": "from tiny_helper import first_table\nfirst_table([])",
     "rank0_raises.py": "import os\nif os.environ['RANK'] == '0':\n"
     + textwrap.indent(MISMATCH, "    "),
 }
@@ -111,6 +114,16 @@ raised_in = "somewhere_else"
 name = "not_reproduced"
 script = "clean.py"
 {ERROR}
+
+[[variant]]
+name = "gallery_bug"
+script = "gallery_bug.py"
+{ERROR}
+
+[[variant]]
+name = "fix_gallery_bug"
+script = "gallery_bug.py"
+expect = "pass"
 
 [[variant]]
 name = "version_dependent"
@@ -254,6 +267,8 @@ EXPECTED = {
     "wrong_type": "WRONG-ERROR",
     "wrong_site": "WRONG-ERROR",
     "not_reproduced": "NOT-REPRODUCED",
+    "gallery_bug": "WRONG-ERROR",
+    "fix_gallery_bug": "FIX-FAILED",
     "version_dependent": "REPRODUCED",
     "passed": "PASSED",
     "fix_raises": "FIX-FAILED",
@@ -368,6 +383,13 @@ def test_details_say_why(synthetic_run):
     assert "type ValueError, not RuntimeError" in report["wrong_type"]["detail"]
     assert "not raised in 'somewhere_else'" in report["wrong_site"]["detail"]
     assert report["not_reproduced"]["detail"].startswith("ran clean; expected RuntimeError")
+    for name in ("gallery_bug", "fix_gallery_bug", "wrong_type"):  # the gallery's, said so
+        assert report[name]["detail"].startswith(
+            "the gallery's code failed here, not the library: "
+        ), report[name]["detail"]
+    assert "IndexError: list index out of range" in report["gallery_bug"]["detail"]
+    for name in ("fix_raises", "fix_not_close", "fix_wrong_dtype"):  # a library error, a check
+        assert "the gallery's code failed" not in report[name]["detail"]
     assert "checked nothing" in report["fix_checks_nothing"]["detail"]
     assert "expected dtype torch.bfloat16, got torch.float32" in report["fix_wrong_dtype"]["detail"]
     assert "Tensor-likes are not close" in report["fix_not_close"]["detail"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
 import shutil
 from html.parser import HTMLParser
@@ -84,18 +83,24 @@ def report(cuda_devices: tuple[str, ...] = ()) -> CaseReport:
     )
 
 
-MATRIX = [
-    {"set": "pinned", "case": "minicpm", "variant": "broken", "verdict": "REPRODUCED",
-     "message": "", "versions": {"torch": "2.13.0"}},
-    {"set": "era-2024", "case": "minicpm", "variant": "broken", "verdict": "NOT-REPRODUCED",
-     "message": "ran clean on the old set", "versions": {"torch": "2.1.2"}},
-]  # fmt: skip
+# The matrix store: one report per set (sets/<set>/<case>.json); two dated sets draw a timeline.
+MATRIX = {
+    "pinned": ("2.13.0", "REPRODUCED"),
+    "era-2024": ("2.1.2", "NOT-REPRODUCED"),
+    "as-of-2024-01-15": ("2.1.2", "NOT-REPRODUCED"),
+    "as-of-2026-10-15": ("2.14.1", "REPRODUCED"),
+}
 
 
-def write_json(path: Path, data) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path
+def write_matrix(matrix_dir: Path) -> None:
+    for library_set, (torch_version, kind) in MATRIX.items():
+        error = ErrorRecord("RuntimeError", "builtins.RuntimeError", MESSAGE, ("x.py:f",))
+        CaseReport(
+            case="minicpm", title="t", finished="2026-01-02T03:04:05+00:00", python="3.11.7",
+            versions={"torch": torch_version}, cuda_devices=[],
+            variants=[Verdict(kind=kind, detail="ran clean on the old set", variant="broken",
+                              device="cpu", error=error if kind == "REPRODUCED" else None)],
+        ).write(matrix_dir / "sets" / library_set)  # fmt: skip
 
 
 class _Text(HTMLParser):
@@ -133,7 +138,7 @@ def built(cases_dir, tmp_path_factory) -> Path:
     reports = tmp_path_factory.mktemp("reports")
     report().write(reports / "runs")
     report(cuda_devices=("NVIDIA H100 80GB HBM3",)).write(reports / "cuda")
-    write_json(reports / "matrix" / "minicpm.json", MATRIX)
+    write_matrix(reports / "matrix")
     out = reports / "site"
     build(out, reports / "runs", reports / "matrix", reports / "cuda", cases_dir)
     return out
@@ -191,10 +196,19 @@ def test_matrix_is_a_set_by_variant_table(built):
     text = visible_text(page_html(built, "minicpm/index.html"))
     assert "set broken pinned torch 2.13.0 REPRODUCED" in text
     assert (
-        "broken: NOT-REPRODUCED on torch <= 2.1.2, REPRODUCED from torch 2.13.0 (measured on "
-        "era-2024, pinned)"
+        "broken: NOT-REPRODUCED on torch <= 2.1.2, REPRODUCED from torch 2.13.0 [not bisected] "
+        "(measured on era-2024, as-of-2024-01-15, pinned, as-of-2026-10-15)"
     ) in text
     assert "era-2024 torch 2.1.2 NOT-REPRODUCED ran clean on the old set" in text
+
+
+def test_the_dated_sweep_is_a_timeline_on_the_case_page_and_the_timelines_page(built):
+    for page in ("minicpm/index.html", "matrix/index.html"):
+        html = page_html(built, page)
+        svg = html[html.index("<svg") : html.index("</svg>")]
+        assert "2024-01-15" in svg and "2026-10-15" in svg and "torch 2.14.1" in svg
+        assert ">broken</text>" in svg and ">NOT-R</text>" in svg and ">REPRO</text>" in svg
+        assert "era-2024" not in svg  # a named set is no date: table only
 
 
 def test_a_case_that_does_not_load_fails_the_build_as_the_cli_does(cases_dir, tmp_path):

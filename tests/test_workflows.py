@@ -20,6 +20,8 @@ import pytest
 import yaml
 from conftest import ROOT
 
+from shared.harness.library_sets import named_sets
+
 WORKFLOWS = ROOT / ".github" / "workflows"
 BIN = Path(sys.executable).parent
 # The labels the self-hosted GPU runner must carry besides self-hosted/linux/x64 (gpu.yml).
@@ -70,7 +72,8 @@ def sets_step() -> dict:
 
 
 def test_matrix_job_list_is_pyprojects_sets(tmp_path):
-    """Run the workflow's own generator step; its list is "pinned" + [tool.gallery.matrix]."""
+    """Run the workflow's own generator step; its list is the harness's named sets: "pinned",
+    [tool.gallery.matrix] and the dated sweep."""
     output = tmp_path / "github_output"
     run = subprocess.run(
         ["bash", "-eo", "pipefail", "-c", sets_step()["run"]],
@@ -82,7 +85,10 @@ def test_matrix_job_list_is_pyprojects_sets(tmp_path):
     assert len(lines) == 1, output.read_text()
     generated = json.loads(lines[0].removeprefix("sets="))
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert generated == ["pinned", *pyproject["tool"]["gallery"]["matrix"]]
+    dates = pyproject["tool"]["gallery"]["sweep"]["dates"]
+    assert generated == named_sets()
+    assert generated == ["pinned", *pyproject["tool"]["gallery"]["matrix"],
+                         *(f"as-of-{date}" for date in dates)]  # fmt: skip
 
 
 def test_matrix_workflow_fans_out_uploads_and_collects():
@@ -94,13 +100,14 @@ def test_matrix_workflow_fans_out_uploads_and_collects():
     upload = next(s for s in jobs["run"]["steps"] if "upload-artifact" in s.get("uses", ""))
     paths = upload["with"]["path"].splitlines()
     assert ".gallery/matrix/${{ matrix.set }}/" in paths
-    assert "reports/matrix/sets/${{ matrix.set }}.json" in paths
+    assert "reports/matrix/sets/${{ matrix.set }}/" in paths
     assert upload["with"]["include-hidden-files"] is True  # .gallery/ is a hidden folder
     assert upload["if"] == "${{ !cancelled() }}"  # a set with changes still uploads
     collect = jobs["collect"]
     assert set(collect["needs"]) == {"sets", "run"} and "!cancelled()" in collect["if"]
     script = "\n".join(step.get("run", "") for step in collect["steps"])
     assert "python3 -m shared.harness matrix collect" in script and "exit 1" in script
+    assert 'python3 -m shared.harness matrix cases "$set"' in script  # decided in one place
 
 
 def test_ci_runs_dot_ci_run_on_every_push_and_pull_request():

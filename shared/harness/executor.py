@@ -18,7 +18,7 @@ import uuid
 import warnings
 from pathlib import Path
 
-from shared.harness.paths import relative
+from shared.harness.paths import SHARED_DIR, relative
 from shared.harness.report import ErrorRecord, ProcessResult, WarningRecord
 from shared.record import RECORD
 
@@ -31,6 +31,7 @@ def execute(script: Path, result_path: Path) -> int:
     sys.path.insert(0, str(script.parent))
     started = time.perf_counter()
     result = ProcessResult(rank=os.environ.get(RANK_VARIABLE))
+    gallery = (script.parent.resolve(), SHARED_DIR)  # the gallery's own code, not a library's
     guard = _mismatch_guard()
     try:
         with guard, _recording_warnings(result.warnings):
@@ -41,9 +42,9 @@ def execute(script: Path, result_path: Path) -> int:
                     guard.resolve_paths()
     except SystemExit as exc:
         if exc.code not in (None, 0):
-            result.status, result.exception = "raised", ErrorRecord.of(exc)
+            result.status, result.exception = "raised", ErrorRecord.of(exc, gallery)
     except BaseException as exc:  # noqa: BLE001 - every failure is data for the verdict
-        result.status, result.exception = "raised", ErrorRecord.of(exc)
+        result.status, result.exception = "raised", ErrorRecord.of(exc, gallery)
         traceback.print_exc()
     result.wall_s = time.perf_counter() - started
     result.device = RECORD["device"]

@@ -5,6 +5,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = REPO_ROOT / "cases"
+SHARED_DIR = REPO_ROOT / "shared"  # the gallery's own code the cases import, and the harness
 GALLERY_DIR = REPO_ROOT / ".gallery"  # git-ignored: what a run leaves behind
 RUNS_DIR = GALLERY_DIR / "runs"  # the last run's JSON report per case
 WORK_DIR = GALLERY_DIR / "work"  # each variant's result, output and temporary files

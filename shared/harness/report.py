@@ -3,8 +3,10 @@
 - :class:`ProcessResult`: what one process (one rank) of a variant saw; the executor writes it,
   the runner reads it back.
 - :class:`Verdict`: one variant's verdict with its evidence; a :class:`CaseReport` holds them.
-- :class:`CaseReport`: one case's run (versions, devices, verdicts): ``.gallery/runs/<case>.json``
-  and ``reports/cuda/<case>.json``; the CLI writes it, the matrix and the site read it.
+- :class:`CaseReport`: one case's run (versions, devices, verdicts): ``.gallery/runs/<case>.json``,
+  ``reports/cuda/<case>.json`` and ``reports/matrix/sets/<set>/<case>.json``; the CLI writes it,
+  the matrix and the site read it.
+- :class:`Bisection`: the first release of a library where one variant's verdict changes.
 
 Paths inside a report are relative (to the repository, or to site-packages for library code):
 a committed report never holds a machine's absolute path.
@@ -37,19 +39,22 @@ class ErrorRecord:
     qualified_type: str
     message: str
     frames: tuple[str, ...] = ()  # "path:function", innermost last; paths relative
+    # Raised in the gallery's own files (the case's folder, shared/), not in a library's.
+    in_gallery: bool = False
 
     @classmethod
-    def of(cls, exc: BaseException) -> ErrorRecord:
+    def of(cls, exc: BaseException, gallery_dirs: tuple[Path, ...] = ()) -> ErrorRecord:
         import traceback
 
+        frames = traceback.extract_tb(exc.__traceback__)
+        innermost = Path(frames[-1].filename).resolve() if frames else None
         return cls(
             type=type(exc).__name__,
             qualified_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
             message=str(exc),
-            frames=tuple(
-                f"{relative(frame.filename)}:{frame.name}"
-                for frame in traceback.extract_tb(exc.__traceback__)
-            ),
+            frames=tuple(f"{relative(frame.filename)}:{frame.name}" for frame in frames),
+            in_gallery=innermost is not None
+            and any(innermost.is_relative_to(folder) for folder in gallery_dirs),
         )
 
     @property
@@ -161,6 +166,51 @@ class CaseReport:
         return next(v for v in self.variants if v.variant == variant)
 
 
+@dataclass
+class Probe:
+    """One release a bisection installed and ran."""
+
+    version: str
+    verdict: str  # the verdict kind, or "UNINSTALLABLE" when the stack did not resolve
+    message: str = ""
+    rerun: str = ""  # the verdict of the second run of a release whose verdict changed
+
+
+@dataclass
+class Bisection:
+    """Where one variant's verdict changes along one library's releases, the rest held fixed."""
+
+    case: str
+    variant: str
+    package: str
+    base: str  # the library set held fixed around the package
+    versions: dict[str, str | None]  # the other libraries, as installed
+    releases: list[str]  # every release from good to bad, in order
+    probes: list[Probe]
+    verdict_before: str
+    verdict_after: str
+    last_before: str  # the last release with verdict_before ...
+    first_changed: str  # ... and the first with verdict_after: adjacent releases
+    flaky: bool  # a changed verdict that its second run did not repeat: nothing concluded
+    installs: int
+    seconds: float
+    finished: str
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.case}--{self.variant}--{self.package}.json"
+
+    def write(self, folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / self.file_name
+        path.write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def read(cls, path: Path) -> Bisection:
+        return _from_dict(cls, json.loads(path.read_text(encoding="utf-8")))
+
+
 _NESTED = {"exception": ErrorRecord, "error": ErrorRecord}
 
 
@@ -178,4 +228,6 @@ def _from_dict(cls, data: dict[str, Any]):
         values["warnings"] = [WarningRecord(**w) for w in values["warnings"]]
     if "variants" in values:
         values["variants"] = [_from_dict(Verdict, v) for v in values["variants"]]
+    if "probes" in values:
+        values["probes"] = [_from_dict(Probe, p) for p in values["probes"]]
     return cls(**values)

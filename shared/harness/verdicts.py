@@ -35,6 +35,7 @@ from shared.harness.report import (
 from shared.harness.runner import Outcome
 
 OUTPUT_TAIL_LINES = 15
+GALLERY_FAILED = "the gallery's code failed here, not the library: "
 
 
 @dataclass(frozen=True)
@@ -121,13 +122,13 @@ def _observe(expectation: Expectation, result: ProcessResult) -> tuple[str, str]
             return NOT_REPRODUCED, f"ran clean; expected {_expected_error(expectation)}"
         problem = _error_mismatch(expectation, error, result.culprit)
         if problem:
-            return WRONG_ERROR, (
+            return WRONG_ERROR, _blame(error) + (
                 f"got {error.first_line} {problem}; expected {_expected_error(expectation)}"
             )
         return REPRODUCED, f"{error.first_line}  [raised in {error.raise_site}]"
     if error is not None:
         wrong = FIX_FAILED if expect == "pass" else WRONG_ERROR
-        return wrong, f"raised {error.first_line}  [raised in {error.raise_site}]"
+        return wrong, _blame(error) + f"raised {error.first_line}  [raised in {error.raise_site}]"
     if expect == "pass":
         if not result.checks:
             return FIX_FAILED, (
@@ -182,6 +183,19 @@ def _observe_warning(
         wanted += f" issued in /{expectation.issued_in}/"
     others = "; ".join(seen.text for seen in result.warnings[:3]) or "no warning at all"
     return absent, f"ran clean without {wanted} (saw: {others})"
+
+
+def _blame(error: ErrorRecord) -> str:
+    """Say so when an unexpected error came from the gallery's own code (a tiny model, a hook,
+    a keyword spelling), not from the library: a defect of the gallery, never a verdict on the
+    library. Not blamed: a RuntimeError (what torch's native ops raise, and their innermost
+    Python frame may be the gallery's line that called them), and a check that fails (an
+    AssertionError from shared/checks.py: the fix failing)."""
+    if not error.in_gallery or error.type == "RuntimeError":
+        return ""
+    if error.type == "AssertionError" and error.raise_site.startswith("shared/checks.py:"):
+        return ""
+    return GALLERY_FAILED
 
 
 def _error_mismatch(expectation: Expectation, error: ErrorRecord, culprit: dict | None) -> str:

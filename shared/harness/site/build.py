@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import difflib
-import json
 import re
 import shutil
 from collections import Counter
@@ -32,7 +31,7 @@ from shared.harness.catalog import (
     case_names,
     load_case,
 )
-from shared.harness.matrix import flip_text, flips
+from shared.harness.matrix import Row, all_rows, flip_text, flips, stored_bisections
 from shared.harness.paths import CASES_DIR, CUDA_DIR, MATRIX_DIR, RUNS_DIR
 from shared.harness.report import (
     EXPECTED_KINDS,
@@ -43,6 +42,7 @@ from shared.harness.report import (
     CaseReport,
     Verdict,
 )
+from shared.harness.site.timeline import timeline_svg
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
 # Written into every built site: `build` only ever wipes a folder that holds it.
@@ -111,6 +111,7 @@ class CasePage:
     outputs: list[dict]  # {"variant", "tail"}: what each variant printed, last lines
     matrix: MatrixTable | None
     flips: list[str]
+    timeline: Markup  # the dated sweep's verdicts as a picture (empty without dated runs)
     diffs: list[FixDiff]
     readme: Markup
     files: list[str]
@@ -139,12 +140,18 @@ def build(
     if not cases:
         raise SiteError(f"no case under {cases_dir}; nothing to build")
 
+    try:
+        rows, bisections = all_rows(matrix_dir), stored_bisections(matrix_dir)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise SiteError(f"{matrix_dir}: a stored matrix report does not load: {exc}") from None
+    case_flips = flips(rows, bisections)
     pages = [
         case_page(
             case,
             report=read_report(runs_dir / f"{case.name}.json"),
             cuda_report=read_report(cuda_dir / f"{case.name}.json"),
-            matrix=read_json(matrix_dir / f"{case.name}.json"),
+            matrix=[row for row in rows if row.case == case.name],
+            case_flips=[flip for flip in case_flips if flip["case"] == case.name],
         )
         for case in cases
     ]
@@ -152,6 +159,9 @@ def build(
     templates = _environment()
     written = ["index.html"]
     _write(out / "index.html", templates.get_template("index.html").render(root="", pages=pages))
+    matrix_html = templates.get_template("matrix.html").render(root="../", pages=pages)
+    _write(out / "matrix" / "index.html", matrix_html)
+    written.append("matrix/index.html")
     for page in pages:
         folder = out / page.case.name
         html = templates.get_template("case.html").render(root="../", page=page)
@@ -170,7 +180,8 @@ def case_page(
     case: Case,
     report: CaseReport | None,
     cuda_report: CaseReport | None,
-    matrix: list[dict] | None,
+    matrix: list[Row],
+    case_flips: list[dict],
 ) -> CasePage:
     entries = {verdict.variant: verdict for verdict in (report.variants if report else [])}
     files = sorted(
@@ -219,7 +230,8 @@ def case_page(
             if verdict.output_tail
         ],
         matrix=matrix_table(matrix, [v.name for v in case.variants]) if matrix else None,
-        flips=[flip_text(flip) for flip in flips(matrix or [])],
+        flips=[flip_text(flip) for flip in case_flips],
+        timeline=timeline_svg(matrix, [v.name for v in case.variants]),
         diffs=[
             FixDiff(v.fixes, v.name, _diff(case, v.fixes, v.name)) for v in case.variants if v.fixes
         ],
@@ -258,18 +270,18 @@ def run_summary(report: CaseReport | None) -> RunSummary | None:
     )
 
 
-def matrix_table(rows: list[dict], case_variants: list[str]) -> MatrixTable:
-    """Rows of {set, variant, verdict, message, versions} as a set x variant table."""
-    seen = [row["variant"] for row in rows]
+def matrix_table(rows: list[Row], case_variants: list[str]) -> MatrixTable:
+    """The matrix's rows of one case as a set x variant table."""
+    seen = [row.variant for row in rows]
     variants = [v for v in case_variants if v in seen] + [
         v for v in dict.fromkeys(seen) if v not in case_variants
     ]
     by_set: dict[str, dict] = {}
     for row in rows:
-        entry = by_set.setdefault(row["set"], {"set": row["set"], "versions": "", "cells": {}})
-        entry["cells"][row["variant"]] = row
+        entry = by_set.setdefault(row.set, {"set": row.set, "versions": "", "cells": {}})
+        entry["cells"][row.variant] = row
         entry["versions"] = entry["versions"] or " · ".join(
-            f"{name} {version}" for name, version in row.get("versions", {}).items()
+            f"{name} {version}" for name, version in row.versions.items()
         )
     return MatrixTable(variants=variants, rows=list(by_set.values()))
 
@@ -358,16 +370,6 @@ def read_report(path: Path) -> CaseReport | None:
         return None
     except (ValueError, TypeError, KeyError) as exc:
         raise SiteError(f"{path}: not a gallery report: {exc}") from None
-
-
-def read_json(path: Path):
-    """The parsed file, or None when it does not exist."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except json.JSONDecodeError as exc:
-        raise SiteError(f"{path}: not valid JSON: {exc}") from None
 
 
 def verdict_class(kind: str) -> str:

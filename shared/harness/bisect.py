@@ -1,0 +1,255 @@
+"""Release bisection: the first release of one library where one variant's verdict changes.
+
+    python -m shared.harness bisect CASE/VARIANT PACKAGE [GOOD BAD] [--base SET | --as-of DATE]
+    (or: nox -s bisect -- CASE/VARIANT PACKAGE [GOOD BAD] ...)
+
+Runs in an environment it may reinstall (nox's ``bisect`` session makes one): lists the
+package's releases from GOOD to BAD as the installer's configured index serves them (``pip
+index versions``; no host is named here), holds the rest of the stack fixed (the pinned set, a
+named matrix set, or the stack of a date), installs one release at a time (uv), runs the variant
+and binary-searches the verdict's change. Without GOOD and BAD it takes the first cut of the
+stored flips that no bisection located yet. A release whose verdict differs from GOOD's is run
+twice before it counts: a verdict that differs between identical runs is recorded as flaky and
+nothing is concluded (as transformers' utils/check_bad_commit.py re-runs before bisecting).
+The result is stored in ``reports/matrix/bisections/`` and shown with the flips.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from shared.harness.catalog import CaseError, load_case
+from shared.harness.library_sets import (
+    PINNED,
+    LibrarySet,
+    LibrarySetError,
+    dated_set,
+    library_set,
+)
+from shared.harness.matrix import BISECTIONS, all_rows, flips, stored_bisections
+from shared.harness.paths import MATRIX_DIR, REPO_ROOT, relative
+from shared.harness.report import Bisection, CaseReport, Probe
+
+UV_VARIABLE = "GALLERY_UV"  # the uv binary (nox's bisect session sets it)
+UNINSTALLABLE = "UNINSTALLABLE"
+
+
+class BisectError(Exception):
+    """The bisection cannot start or go on; the message says why and what to give."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="CASE/VARIANT")
+    parser.add_argument("package", help="the library whose releases are bisected")
+    parser.add_argument(
+        "bounds", nargs="*", metavar="GOOD BAD", help="two releases with different verdicts"
+    )
+    base = parser.add_mutually_exclusive_group()
+    base.add_argument("--base", default=PINNED, help="library set held fixed (default: pinned)")
+    base.add_argument("--as-of", help="hold fixed the stack of this date (YYYY-MM-DD)")
+    parser.add_argument("--pre", action="store_true", help="include pre-releases (rc, beta)")
+    default_dir = Path(os.environ.get("GALLERY_MATRIX_DIR", MATRIX_DIR))
+    parser.add_argument("--matrix-dir", type=Path, default=default_dir)
+    parser.set_defaults(handler=bisect_command)
+
+
+def bisect_command(args: argparse.Namespace) -> int:
+    try:
+        bisection = run_bisection(args)
+    except (BisectError, CaseError, LibrarySetError) as exc:
+        print(f"bisect: error: {exc}", file=sys.stderr)
+        return 2
+    path = bisection.write(args.matrix_dir / BISECTIONS)
+    print(f"\n{summary(bisection)}\nrecorded in {relative(path)}")
+    return 1 if bisection.flaky else 0
+
+
+def summary(bisection: Bisection) -> str:
+    where = f"{bisection.case}/{bisection.variant}"
+    if bisection.flaky:
+        return f"bisect: FLAKY {where}: a changed verdict did not repeat; nothing concluded"
+    releases = bisection.releases
+    gap = releases[
+        releases.index(bisection.last_before) + 1 : releases.index(bisection.first_changed)
+    ]
+    between = f"not installable between them: {', '.join(gap)}" if gap else "adjacent releases"
+    return (
+        f"bisect: {where}: {bisection.verdict_before} on {bisection.package} "
+        f"{bisection.last_before}, {bisection.verdict_after} from {bisection.first_changed} "
+        f"({between}; {len(bisection.probes)} probes, {bisection.installs} installs, "
+        f"{bisection.seconds:.0f} s; over {bisection.base})"
+    )
+
+
+def run_bisection(args: argparse.Namespace) -> Bisection:
+    case_name, _, variant = args.target.partition("/")
+    case = load_case(case_name)
+    if variant not in {v.name for v in case.variants}:
+        raise BisectError(f"{case_name} has no variant {variant!r}")
+    base = dated_set(args.as_of) if args.as_of else library_set(args.base)
+    good, bad = _bounds(args, case_name, variant)
+    releases = _releases(args.package, good, bad, args.pre)
+    started = time.perf_counter()
+    bisector = _Bisector(case_name, variant, args.package, base)
+    before = bisector.probe(releases[0])
+    after = bisector.probe(releases[-1])
+    if UNINSTALLABLE in (before.verdict, after.verdict):
+        raise BisectError(f"{args.package} {good} or {bad} does not install over {base.name}")
+    if before.verdict == after.verdict:
+        raise BisectError(f"{before.verdict} on both {good} and {bad}: nothing to bisect")
+    flaky = bool(after.rerun and after.rerun != after.verdict)
+    low, high = 0, len(releases) - 1  # verdict(low) == before's, verdict(high) != before's
+    untried = set(range(1, len(releases) - 1))
+    while not flaky:
+        between = sorted(i for i in untried if low < i < high)
+        if not between:
+            break
+        middle = between[len(between) // 2]
+        untried.discard(middle)
+        probe = bisector.probe(releases[middle])
+        if probe.verdict == UNINSTALLABLE:
+            continue  # cannot stand between the others over this base: try its neighbours
+        flaky = bool(probe.rerun and probe.rerun != probe.verdict)
+        if probe.verdict == before.verdict:
+            low = middle
+        else:
+            high = middle
+    first = next(p for p in bisector.probes if p.version == releases[high])
+    return Bisection(
+        case=case_name,
+        variant=variant,
+        package=args.package,
+        base=base.name,
+        versions=bisector.versions,
+        releases=releases,
+        probes=bisector.probes,
+        verdict_before=before.verdict,
+        verdict_after=first.verdict,
+        last_before=releases[low],
+        first_changed=releases[high],
+        flaky=flaky,
+        installs=bisector.installs,
+        seconds=round(time.perf_counter() - started, 1),
+        finished=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _bounds(args: argparse.Namespace, case: str, variant: str) -> tuple[str, str]:
+    if len(args.bounds) == 2:
+        return args.bounds[0], args.bounds[1]
+    if args.bounds:
+        raise BisectError("give both GOOD and BAD, or neither (then the stored flips say)")
+    rows = all_rows(args.matrix_dir)
+    for flip in flips(rows, stored_bisections(args.matrix_dir)):
+        if (flip["case"], flip["variant"], flip["package"]) != (case, variant, args.package):
+            continue
+        for before, after in zip(flip["segments"], flip["segments"][1:], strict=False):
+            if "bisected" not in after:
+                return before["last"], after["first"]
+    raise BisectError(
+        f"the stored matrix shows no unbisected change of {case}/{variant} along "
+        f"{args.package}: give GOOD and BAD"
+    )
+
+
+def _releases(package: str, good: str, bad: str, pre: bool) -> list[str]:
+    """Every release from ``good`` to ``bad`` (either order), oldest first, as the index has it."""
+    command = [sys.executable, "-m", "pip", "index", "versions", package, *(["--pre"] * pre)]
+    listed = subprocess.run(command, capture_output=True, text=True)
+    found = re.search(r"^Available versions: (.+)$", listed.stdout, re.MULTILINE)
+    if listed.returncode != 0 or not found:
+        raise BisectError(
+            f"could not list the releases of {package} ({' '.join(command[1:])}): "
+            f"{listed.stderr.strip()[-500:] or 'no versions listed'}"
+        )
+    try:
+        low, high = sorted((Version(good), Version(bad)))
+        versions = sorted(Version(text.strip()) for text in found.group(1).split(","))
+    except InvalidVersion as exc:
+        raise BisectError(str(exc)) from None
+    between = [str(v) for v in versions if low <= v <= high]
+    missing = {str(low), str(high)} - set(between)
+    if missing:
+        raise BisectError(f"{package} {sorted(missing)} not among the index's releases")
+    return between if Version(good) <= Version(bad) else between[::-1]
+
+
+class _Bisector:
+    """Installs one release of ``package`` over ``base`` at a time and runs the variant."""
+
+    def __init__(self, case: str, variant: str, package: str, base: LibrarySet) -> None:
+        self.case, self.variant, self.package, self.base = case, variant, package, base
+        self.uv = os.environ.get(UV_VARIABLE) or shutil.which("uv")
+        if not self.uv:
+            raise BisectError(f"needs uv: set {UV_VARIABLE} or put uv on PATH (nox -s bisect does)")
+        self.probes: list[Probe] = []
+        self.installs = 0
+        self.versions: dict[str, str | None] = {}
+
+    def probe(self, version: str) -> Probe:
+        print(f"bisect: {self.package}=={version} over {self.base.name} ...", flush=True)
+        if not self._install(version):
+            probe = Probe(version, UNINSTALLABLE, f"{self.package}=={version} did not resolve")
+        else:
+            report = self._run()
+            verdict = report.verdict(self.variant)
+            probe = Probe(version, verdict.kind, _first_line(verdict))
+            first = self.probes[0].verdict if self.probes else probe.verdict
+            if probe.verdict != first:  # a change is believed only when it repeats
+                probe.rerun = self._run().verdict(self.variant).kind
+            self.versions = {k: v for k, v in report.versions.items() if k != self.package}
+        again = f" (run again: {probe.rerun})" if probe.rerun else ""
+        print(f"bisect:   {probe.verdict} {probe.message}{again}", flush=True)
+        self.probes.append(probe)
+        return probe
+
+    def _install(self, version: str) -> bool:
+        """Resolve the base with ``package==version`` to exact pins, then install them."""
+        requirements = self._requirements(version)
+        with tempfile.TemporaryDirectory(prefix="gallery-bisect-") as scratch:
+            pins = Path(scratch) / "pins.txt"
+            compile_args = [self.uv, "pip", "compile", "-", "-o", str(pins), "-q",
+                            "--python", sys.executable, *self.base.install_args]  # fmt: skip
+            if self.base.as_of:  # the bisected package may be newer than the stack's date
+                compile_args += ["--exclude-newer-package", f"{self.package}=9999-12-31"]
+            resolved = subprocess.run(compile_args, input="\n".join(requirements),
+                                      capture_output=True, text=True)  # fmt: skip
+            if resolved.returncode != 0:
+                print(resolved.stderr[-1500:], file=sys.stderr)
+                return False
+            self.installs += 1
+            subprocess.run([self.uv, "pip", "install", "-q", "--python", sys.executable,
+                            "-r", str(pins)], check=True)  # fmt: skip
+        return True
+
+    def _requirements(self, version: str) -> list[str]:
+        from packaging.requirements import Requirement
+
+        kept = [r for r in self.base.requirements
+                if Requirement(r).name.lower() != self.package.lower()]  # fmt: skip
+        return [*kept, f"{self.package}=={version}"]
+
+    def _run(self) -> CaseReport:
+        with tempfile.TemporaryDirectory(prefix="gallery-bisect-run-") as scratch:
+            command = [sys.executable, "-m", "shared.harness", "run", self.case, "--only",
+                       self.variant, "--jobs", "1", "--report-dir", scratch]  # fmt: skip
+            run = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
+            if run.returncode not in (0, 1):
+                raise BisectError(f"the gallery run failed (exit {run.returncode}):\n"
+                                  f"{run.stdout[-2000:]}{run.stderr[-2000:]}")  # fmt: skip
+            return CaseReport.read(Path(scratch) / f"{self.case}.json")
+
+
+def _first_line(verdict) -> str:
+    return verdict.error.first_line if verdict.error else verdict.detail

@@ -1,0 +1,119 @@
+"""Release bisection: the search (on recorded verdicts), and one real bisection of two releases."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from shared.harness import bisect
+from shared.harness.cli import main
+from shared.harness.report import Bisection, Probe
+
+RELEASES = ["0.9.0", "0.10.0", "0.11.0", "0.11.1", "0.12.0", "0.13.0", "0.13.2"]
+
+
+class RecordedBisector:
+    """Stands in for installing and running: each release's verdict(s) are given."""
+
+    verdicts: dict[str, list[str]] = {}
+
+    def __init__(self, case, variant, package, base) -> None:
+        self.base, self.probes, self.installs, self.versions = base, [], 0, {"torch": "2.13.0"}
+
+    def probe(self, version: str) -> Probe:
+        runs = self.verdicts[version]
+        self.installs += runs[0] != bisect.UNINSTALLABLE
+        first = self.probes[0].verdict if self.probes else runs[0]
+        rerun = runs[-1] if runs[0] != first and runs[0] != bisect.UNINSTALLABLE else ""
+        self.probes.append(Probe(version, runs[0], "", rerun))
+        return self.probes[-1]
+
+
+@pytest.fixture
+def recorded(monkeypatch, tmp_path):
+    monkeypatch.setattr(bisect, "_Bisector", RecordedBisector)
+    monkeypatch.setattr(bisect, "_releases", lambda package, good, bad, pre: RELEASES)
+
+    def run(verdicts: dict[str, list[str]]) -> tuple[int, Bisection | None]:
+        RecordedBisector.verdicts = verdicts
+        argv = ["bisect", "lora-fp16-gradscaler/peft_default", "peft", "0.9.0", "0.13.2",
+                "--matrix-dir", str(tmp_path)]  # fmt: skip
+        status = main(argv)
+        stored = list((tmp_path / "bisections").glob("*.json"))
+        return status, Bisection.read(stored[0]) if stored else None
+
+    return run
+
+
+def verdicts_changing_at(first: str, **overrides: list[str]) -> dict[str, list[str]]:
+    index = RELEASES.index(first)
+    verdicts = {v: ["REPRODUCED"] if i < index else ["PASSED", "PASSED"]
+                for i, v in enumerate(RELEASES)}  # fmt: skip
+    return {**verdicts, **overrides}
+
+
+def test_the_first_release_is_found_between_adjacent_releases(recorded):
+    status, found = recorded(verdicts_changing_at("0.12.0"))
+    assert status == 0
+    assert (found.last_before, found.first_changed) == ("0.11.1", "0.12.0")
+    assert (found.verdict_before, found.verdict_after, found.flaky) == (
+        "REPRODUCED",
+        "PASSED",
+        False,
+    )
+    assert len(found.probes) <= 2 + 3  # both ends, then log2 of the five between
+    assert found.installs == len(found.probes)
+
+
+def test_a_release_that_does_not_install_is_stepped_around(recorded):
+    status, found = recorded(verdicts_changing_at("0.12.0", **{"0.11.1": [bisect.UNINSTALLABLE]}))
+    assert status == 0
+    assert (found.last_before, found.first_changed) == ("0.11.0", "0.12.0")
+    assert bisect.summary(found).count("not installable between them: 0.11.1") == 1
+
+
+def test_a_changed_verdict_that_does_not_repeat_is_flaky_and_concludes_nothing(recorded, capsys):
+    status, found = recorded(verdicts_changing_at("0.12.0", **{"0.13.2": ["PASSED", "REPRODUCED"]}))
+    assert status == 1 and found.flaky
+    assert "FLAKY lora-fp16-gradscaler/peft_default" in capsys.readouterr().out
+
+
+def test_the_same_verdict_at_both_ends_is_refused(recorded, capsys):
+    status, found = recorded({v: ["REPRODUCED"] for v in RELEASES})
+    assert (status, found) == (2, None)
+    assert "REPRODUCED on both 0.9.0 and 0.13.2: nothing to bisect" in capsys.readouterr().err
+
+
+def test_without_bounds_and_without_a_stored_flip_it_asks_for_them(tmp_path, capsys):
+    argv = ["bisect", "lora-fp16-gradscaler/peft_default", "peft", "--matrix-dir", str(tmp_path)]
+    assert main(argv) == 2
+    assert "give GOOD and BAD" in capsys.readouterr().err
+
+
+def test_a_real_bisection_over_two_adjacent_peft_releases(tmp_path):
+    """peft 0.12.0 upcast adapters to float32 (PR #1706): installed for real, over the
+    peft-0-12 set with peft moved, in an environment of the test's own."""
+    uv = str(Path(sys.executable).parent / "uv")
+    venv = tmp_path / "venv"
+    subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([uv, "pip", "install", "-q", "--python", python, "pip", "packaging"], check=True)
+    run = subprocess.run(
+        [python, "-m", "shared.harness", "bisect", "lora-fp16-gradscaler/peft_default", "peft",
+         "0.11.1", "0.12.0", "--base", "peft-0-12", "--matrix-dir", str(tmp_path / "m")],
+        cwd=ROOT, capture_output=True, text=True, timeout=1200,
+        env={**os.environ, bisect.UV_VARIABLE: uv},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    found = Bisection.read(
+        tmp_path / "m" / "bisections" / "lora-fp16-gradscaler--peft_default--peft.json"
+    )
+    assert (found.last_before, found.first_changed) == ("0.11.1", "0.12.0")
+    assert (found.verdict_before, found.verdict_after) == ("REPRODUCED", "PASSED")
+    assert found.probes[-1].rerun == "PASSED"  # the changed verdict was run twice
+    assert found.installs == 2 and found.versions["transformers"] == "4.44.2"
