@@ -9,7 +9,10 @@ Measures, in one run, side by side:
 3. the limit of each run: the floor plus the summed seconds of its variants (from the run's own
    reports) divided by the variants run at once (the cores used);
 4. cold `nox -s case-minicpm` on a fresh clone (package cache warm, new environment);
-5. disk: the case environments together (hardlinks counted once) versus one of them.
+5. disk: the case environments together (hardlinks counted once) versus one of them;
+6. the dated sweep: for each stack whose environment `nox -s "matrix(as-of-DATE)"` left (package
+   cache warm), a gallery run of that stack's cases against that stack's own limit (its floor
+   plus its variants' seconds), and the installs and seconds each stored bisection took.
 Prints seconds, ratios and the targets; it asserts nothing (timings belong here, not in tests).
 """
 
@@ -26,6 +29,8 @@ import time
 from pathlib import Path
 
 from shared.harness.catalog import VERSIONED_PACKAGES, case_names, load_case
+from shared.harness.library_sets import dated_set, sweep_dates
+from shared.harness.matrix import stored_bisections
 from shared.harness.paths import REPO_ROOT, RUNS_DIR
 from shared.harness.report import SKIPPED, CaseReport
 from shared.harness.runner import library_imports
@@ -36,16 +41,22 @@ COLD_EXTRA_SECONDS = 60.0
 DISK_RATIO = 1.2
 
 
-def floor_code() -> str:
-    """A script importing exactly the external modules and names the cases' files import."""
-    lines = [f"import {name}" for name in VERSIONED_PACKAGES]
-    for name in case_names():
-        for module, attributes in library_imports(load_case(name).folder):
-            if module.split(".")[0] in ("cases", "shared"):
-                continue
-            lines.append(f"import {module}")
-            lines += [f"getattr({module}, {a!r}, None)" for a in attributes]
-    return "\n".join(dict.fromkeys(lines))
+def floor_code(names: list[str] | None = None) -> str:
+    """A script importing exactly the external modules and names the cases' files import (a
+    module an older stack lacks is passed over, as the harness's preload does)."""
+    wanted = [(name, ()) for name in VERSIONED_PACKAGES]
+    for name in names or case_names():
+        wanted += [
+            (module, attributes)
+            for module, attributes in library_imports(load_case(name).folder)
+            if module.split(".")[0] not in ("cases", "shared")
+        ]
+    lines = ["import importlib"]
+    for module, attributes in dict.fromkeys(wanted):
+        lines.append(f"try:\n    m = importlib.import_module({module!r})")
+        lines += [f"    getattr(m, {a!r}, None)" for a in attributes]
+        lines.append("except Exception:\n    pass")
+    return "\n".join(lines)
 
 
 def timed(command: list[str], cwd: Path = REPO_ROOT) -> float:
@@ -128,4 +139,40 @@ def measure(args: argparse.Namespace) -> int:
         f"{all_envs / 1024:.0f} MiB (hardlinks once), ratio {disk_ratio:.2f} "
         f"(target <= {DISK_RATIO:g}): {'met' if disk_ratio <= DISK_RATIO else 'MISSED'}"
     )
+    sweep_figures(args.repeat, jobs)
     return 0
+
+
+def sweep_figures(repeat: int, jobs: int) -> None:
+    """Each dated stack's warm gallery run against its own limit; the bisections' installs."""
+    print(f"\ndated sweep (stacks whose environment exists; target <= {RUN_LIMIT_RATIO:g}):")
+    print(f"{'stack':22} {'cases':>5} {'floor s':>8} {'run s':>7} {'limit s':>8} {'ratio':>6}")
+    for date in sweep_dates():
+        stack = dated_set(date)
+        python = REPO_ROOT / ".nox" / f"matrix-{stack.name}" / "bin" / "python"
+        if not python.exists():
+            print(f"{stack.name:22} not built: nox -s \"matrix({stack.name})\" first")
+            continue
+        cases = list(stack.cases)
+        floor = median_of(repeat, [str(python), "-c", floor_code(cases)])
+        with tempfile.TemporaryDirectory(prefix="gallery-sweep-") as reports:
+            command = [str(python), "-m", "shared.harness", "run", *cases, "--report-dir", reports]
+            started = time.perf_counter()
+            subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
+            wall = time.perf_counter() - started  # anomalies too: the cost is what is measured
+            compute = sum(
+                v.seconds
+                for path in Path(reports).glob("*.json")
+                for v in CaseReport.read(path).variants
+                if v.kind != SKIPPED
+            )
+        limit = floor + compute / jobs
+        ratio = wall / limit
+        print(f"{stack.name:22} {len(cases):5} {floor:8.2f} {wall:7.2f} {limit:8.2f} "
+              f"{ratio:6.2f}  {'met' if ratio <= RUN_LIMIT_RATIO else 'MISSED'}")  # fmt: skip
+    bisections = stored_bisections()
+    print(f"\nbisections stored: {len(bisections)}")
+    for found in bisections:
+        print(f"  {found.case}/{found.variant} along {found.package} over {found.base}: "
+              f"{found.installs} installs, {len(found.probes)} probes of {len(found.releases)} "
+              f"releases, {found.seconds:.0f} s")  # fmt: skip
