@@ -86,6 +86,7 @@ title = "Synthetic case"
 summary = "every verdict once"
 project = "tests"
 issue = "https://example.invalid/1"
+family = "dtype-mix"
 era_start = 2024-01-01
 
 [[variant]]

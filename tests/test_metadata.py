@@ -11,6 +11,7 @@ title = "t"
 summary = "s"
 project = "p"
 issue = "https://example.invalid/1"
+family = "dtype-mix"
 era_start = 2024-01-01
 
 [[variant]]
@@ -82,6 +83,8 @@ def test_when_entries_pick_the_expectation_by_version_and_device(tmp_path):
         (('issue = "https://example.invalid/1"', ""), "'issue' is required"),
         (("era_start = 2024-01-01", 'era_start = "2024-01-01"'), "era_start = YYYY-MM-DD"),
         (("era_start = 2024-01-01", ""), "era_start = YYYY-MM-DD"),
+        (('family = "dtype-mix"', 'family = "dtype mix"'), "family must be one of"),
+        (('family = "dtype-mix"', ""), "'family' is required"),
     ],
 )
 def test_malformed_metadata_is_a_clear_error(tmp_path, change, complaint):
@@ -147,6 +150,7 @@ title = "t"
 summary = "s"
 project = "p"
 issue = "https://example.invalid/1"
+family = "dtype-mix"
 era_start = 2024-01-01
 
 [[variant]]

@@ -151,7 +151,7 @@ def sweep_figures(repeat: int, jobs: int) -> None:
         stack = dated_set(date)
         python = REPO_ROOT / ".nox" / f"matrix-{stack.name}" / "bin" / "python"
         if not python.exists():
-            print(f"{stack.name:22} not built: nox -s \"matrix({stack.name})\" first")
+            print(f'{stack.name:22} not built: nox -s "matrix({stack.name})" first')
             continue
         cases = list(stack.cases)
         floor = median_of(repeat, [str(python), "-c", floor_code(cases)])

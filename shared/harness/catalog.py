@@ -41,6 +41,27 @@ KEYS_OF = {
     "absent": {"symptom", "above", "below", "warning", "message", "issued_in"},
 }
 LAUNCHERS = ("python", "torchrun")
+# The families of failure a case belongs to (`family = "..."`): the index groups cases by them.
+FAMILIES = {
+    "dtype-mix": "inputs and weights in different dtypes meet in one op",
+    "device-placement": "a module, tensor or generator left on the wrong device",
+    "precision-loss": "values silently rounded by a lower precision",
+    "overflow": "values beyond float16's range: inf, NaN, or a clamp that hides them",
+    "gradient-scaling": "mixed-precision training machinery refuses or skips half gradients",
+    "unsupported-dtype": "an op or kernel has no implementation for a dtype",
+    "offload": "accelerate's hooks and offloaded weights",
+    "distributed": "sharded or multi-rank training and inference",
+    "quantization": "quantized weights and what merging or casting does to them",
+    "masks": "attention masks whose dtype changes what they mean",
+    "optimizer-numerics": "optimizer updates lost or distorted by the parameters' dtype",
+}
+# The keys each table of a case.toml takes (cases/README.md documents each; a test checks).
+CASE_KEYS = ("title", "summary", "project", "issue", "family", "era", "era_start", "requires",
+             "variant")  # fmt: skip
+VARIANT_KEYS = ("name", "script", "timeout", "launcher", "ranks", "requires", "when", "fixes",
+                *EXPECTATION_KEYS)  # fmt: skip
+WHEN_KEYS = ("device", *VERSIONED_PACKAGES, *EXPECTATION_KEYS)
+REQUIRES_KEYS = ("cuda", "gpus", "packages", "cpu_packages", "reason")
 
 
 class CaseError(Exception):
@@ -142,6 +163,7 @@ class Case:
     summary: str
     project: str
     issue: str
+    family: str
     era: str
     era_start: datetime.date  # the first date the dated sweep runs the case on
     variants: tuple[Variant, ...]
@@ -172,13 +194,14 @@ def load_case(name: str, cases_dir: Path = CASES_DIR) -> Case:
 
 
 def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
-    _only_keys(
-        data,
-        {"title", "summary", "project", "issue", "era", "era_start", "requires", "variant"},
-        where,
-    )
-    for key in ("title", "summary", "project", "issue"):
+    _only_keys(data, set(CASE_KEYS), where)
+    for key in ("title", "summary", "project", "issue", "family"):
         _need_str(data, key, where)
+    if data["family"] not in FAMILIES:
+        raise CaseError(
+            f"{where}: family must be one of {sorted(FAMILIES)} (to add one, extend FAMILIES "
+            f"in shared/harness/catalog.py), got {data['family']!r}"
+        )
     era_start = data.get("era_start")
     if type(era_start) is not datetime.date:
         raise CaseError(f"{where}: era_start = YYYY-MM-DD (a TOML date, no quotes) is required: "
@@ -218,6 +241,7 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
         summary=data["summary"],
         project=data["project"],
         issue=data["issue"],
+        family=data["family"],
         era=data.get("era", ""),
         era_start=era_start,
         variants=variants,
@@ -226,12 +250,7 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
 
 def _parse_variant(raw: dict, folder: Path, case_requires: Requirements, where: str) -> Variant:
     expectation_keys = set(EXPECTATION_KEYS)
-    _only_keys(
-        raw,
-        {"name", "script", "timeout", "launcher", "ranks", "requires", "when", "fixes"}
-        | expectation_keys,
-        where,
-    )
+    _only_keys(raw, set(VARIANT_KEYS), where)
     name = _need_str(raw, "name", where)
     where = f"{where} ({name})"
     script = folder / _need_str(raw, "script", where)
@@ -314,7 +333,7 @@ def _parse_expectation(raw: dict, where: str) -> Expectation:
 
 
 def _parse_condition(raw: dict, base: Expectation, where: str) -> Condition:
-    _only_keys(raw, {"device", *VERSIONED_PACKAGES, *EXPECTATION_KEYS}, where)
+    _only_keys(raw, set(WHEN_KEYS), where)
     overrides = {k: raw[k] for k in EXPECTATION_KEYS if k in raw}
     if not overrides:
         raise CaseError(f"{where}: a 'when' entry must override something")
@@ -348,7 +367,7 @@ def _parse_condition(raw: dict, base: Expectation, where: str) -> Condition:
 def _parse_requirements(raw: dict, where: str) -> Requirements:
     if not isinstance(raw, dict):
         raise CaseError(f"{where}: must be a table")
-    _only_keys(raw, {"cuda", "gpus", "packages", "cpu_packages", "reason"}, where)
+    _only_keys(raw, set(REQUIRES_KEYS), where)
     cuda = raw.get("cuda", False)
     gpus = raw.get("gpus", 0)
     if not isinstance(cuda, bool) or not isinstance(gpus, int) or gpus < 0:
@@ -358,6 +377,13 @@ def _parse_requirements(raw: dict, where: str) -> Requirements:
         table = raw.get(key, {})
         if not isinstance(table, dict):
             raise CaseError(f"{where}: {key} must be a table of name = 'specifier'")
+        unknown = sorted(set(table) - set(VERSIONED_PACKAGES))
+        if unknown:
+            raise CaseError(
+                f"{where}: {key} names unknown package(s) {unknown}; known: "
+                f"{', '.join(VERSIONED_PACKAGES)} (a new library: add it to VERSIONED_PACKAGES "
+                "in shared/harness/catalog.py, then the harness records and checks its version)"
+            )
         tables[key] = {name: _specifier(spec, where) for name, spec in table.items()}
     return Requirements(cuda=cuda or gpus > 0, gpus=gpus, reason=raw.get("reason", ""), **tables)
 

@@ -1,4 +1,5 @@
-"""The harness's command line: ``python -m shared.harness run|list|matrix|bisect|site|benchmark``.
+"""The harness's command line: ``python -m shared.harness COMMAND`` (run, list, matrix, bisect,
+site, readme, benchmark).
 
 ``run`` prints the library versions and devices first, then one line per variant (verdict,
 device, seconds, the error seen or the measured figure) and a summary, and writes a JSON report
@@ -139,7 +140,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from shared.harness import benchmark, bisect, matrix
+    from shared.harness import benchmark, bisect, matrix, readme
     from shared.harness.site import cli as site_cli
 
     parser = argparse.ArgumentParser(
@@ -175,6 +176,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         commands.add_parser("bisect", help="the first release where a verdict changes")
     )
     site_cli.add_commands(commands.add_parser("site", help="build or check the static site"))
+    readme.add_arguments(
+        commands.add_parser("readme", help="generate README.md's table of cases from case.toml")
+    )
     benchmark.add_arguments(commands.add_parser("benchmark", help="time the gallery"))
     args = parser.parse_args(argv)
     if args.command == "run" and args.jobs < 1:
