@@ -9,6 +9,7 @@
   sweep `as-of-DATE`, or a set named on the command line: `-- torch==X ...` or
   `-- --as-of 2024-06-30`); stores its reports in reports/matrix/sets/ (not run by default).
 - `bisect`: the first release of a library where a variant's verdict changes (not by default).
+- `explain`: which documented case an error message, a traceback or a symptom is.
 - `benchmark`: time the gallery against a bare import of its libraries (not run by default).
 
 Pins live in pyproject.toml's dependency groups. With `--no-venv` nothing is installed: the
@@ -146,6 +147,15 @@ def bisect(session: nox.Session) -> None:
     session.install("pip", "uv", *nox.project.dependency_groups(PYPROJECT, "cases"))
     session.run("python", "-m", "shared.harness", "bisect", *session.posargs,
                 env={"GALLERY_UV": UV})  # fmt: skip
+
+
+@nox.session(default=False)
+def explain(session: nox.Session) -> None:
+    """Which documented case an error, a traceback or a symptom is: nox -s explain -- "TEXT"."""
+    if not session.posargs:
+        session.error('usage: nox -s explain -- "RuntimeError: ..." (or -- --file traceback.txt)')
+    session.install("packaging>=24")  # the catalog and the matrix store: no torch needed
+    session.run("python", "-m", "shared.harness", "explain", *session.posargs)
 
 
 @nox.session(default=False)

@@ -87,6 +87,7 @@ summary = "every verdict once"
 project = "tests"
 issue = "https://example.invalid/1"
 family = "dtype-mix"
+cause = "c"
 era_start = 2024-01-01
 
 [[variant]]

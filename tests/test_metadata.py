@@ -12,6 +12,7 @@ summary = "s"
 project = "p"
 issue = "https://example.invalid/1"
 family = "dtype-mix"
+cause = "c"
 era_start = 2024-01-01
 
 [[variant]]
@@ -85,6 +86,8 @@ def test_when_entries_pick_the_expectation_by_version_and_device(tmp_path):
         (("era_start = 2024-01-01", ""), "era_start = YYYY-MM-DD"),
         (('family = "dtype-mix"', 'family = "dtype mix"'), "family must be one of"),
         (('family = "dtype-mix"', ""), "'family' is required"),
+        (('cause = "c"', ""), "'cause' is required"),
+        (('cause = "c"', 'cause = "c"\nphrases = "black image"'), "phrases must be a list"),
     ],
 )
 def test_malformed_metadata_is_a_clear_error(tmp_path, change, complaint):
@@ -151,6 +154,7 @@ summary = "s"
 project = "p"
 issue = "https://example.invalid/1"
 family = "dtype-mix"
+cause = "c"
 era_start = 2024-01-01
 
 [[variant]]

@@ -27,9 +27,9 @@ BIN = Path(sys.executable).parent
 # The labels the self-hosted GPU runner must carry besides self-hosted/linux/x64 (gpu.yml),
 # declared where actionlint and editors find them.
 ACTIONLINT_CONFIG = ROOT / ".github" / "actionlint.yaml"
-RUNNER_LABELS = yaml.safe_load(ACTIONLINT_CONFIG.read_text(encoding="utf-8"))[
-    "self-hosted-runner"
-]["labels"]
+RUNNER_LABELS = yaml.safe_load(ACTIONLINT_CONFIG.read_text(encoding="utf-8"))["self-hosted-runner"][
+    "labels"
+]
 
 
 def load(name: str) -> dict:

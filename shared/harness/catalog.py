@@ -56,8 +56,8 @@ FAMILIES = {
     "optimizer-numerics": "optimizer updates lost or distorted by the parameters' dtype",
 }
 # The keys each table of a case.toml takes (cases/README.md documents each; a test checks).
-CASE_KEYS = ("title", "summary", "project", "issue", "family", "era", "era_start", "requires",
-             "variant")  # fmt: skip
+CASE_KEYS = ("title", "summary", "cause", "phrases", "project", "issue", "family", "era",
+             "era_start", "requires", "variant")  # fmt: skip
 VARIANT_KEYS = ("name", "script", "timeout", "launcher", "ranks", "requires", "when", "fixes",
                 *EXPECTATION_KEYS)  # fmt: skip
 WHEN_KEYS = ("device", *VERSIONED_PACKAGES, *EXPECTATION_KEYS)
@@ -161,6 +161,8 @@ class Case:
     folder: Path
     title: str
     summary: str
+    cause: str  # the root cause in one line (explain and the site show it)
+    phrases: tuple[str, ...]  # how users describe the symptom ("black image"), for explain
     project: str
     issue: str
     family: str
@@ -195,8 +197,11 @@ def load_case(name: str, cases_dir: Path = CASES_DIR) -> Case:
 
 def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
     _only_keys(data, set(CASE_KEYS), where)
-    for key in ("title", "summary", "project", "issue", "family"):
+    for key in ("title", "summary", "cause", "project", "issue", "family"):
         _need_str(data, key, where)
+    phrases = data.get("phrases", [])
+    if not isinstance(phrases, list) or not all(isinstance(p, str) and p for p in phrases):
+        raise CaseError(f"{where}: phrases must be a list of non-empty strings")
     if data["family"] not in FAMILIES:
         raise CaseError(
             f"{where}: family must be one of {sorted(FAMILIES)} (to add one, extend FAMILIES "
@@ -239,6 +244,8 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
         folder=folder,
         title=data["title"],
         summary=data["summary"],
+        cause=data["cause"],
+        phrases=tuple(phrases),
         project=data["project"],
         issue=data["issue"],
         family=data["family"],

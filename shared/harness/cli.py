@@ -1,5 +1,5 @@
-"""The harness's command line: ``python -m shared.harness COMMAND`` (run, list, matrix, bisect,
-site, readme, benchmark).
+"""The harness's command line: ``python -m shared.harness COMMAND`` (run, list, explain, matrix,
+bisect, site, readme, benchmark).
 
 ``run`` prints the library versions and devices first, then one line per variant (verdict,
 device, seconds, the error seen or the measured figure) and a summary, and writes a JSON report
@@ -140,7 +140,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from shared.harness import benchmark, bisect, matrix, readme
+    from shared.harness import benchmark, bisect, explain, matrix, readme
     from shared.harness.site import cli as site_cli
 
     parser = argparse.ArgumentParser(
@@ -176,6 +176,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         commands.add_parser("bisect", help="the first release where a verdict changes")
     )
     site_cli.add_commands(commands.add_parser("site", help="build or check the static site"))
+    explain.add_arguments(
+        commands.add_parser("explain", help="which documented case an error or symptom is")
+    )
     readme.add_arguments(
         commands.add_parser("readme", help="generate README.md's table of cases from case.toml")
     )
