@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 from PIL import Image
 
-from shared.harness.catalog import CaseError, load_case
+from shared.harness.catalog import CaseError, case_names, load_case
 from shared.harness.cli import main
 from shared.harness.report import CaseReport, ErrorRecord, Verdict
 from shared.harness.site import check as site_check
@@ -269,7 +269,8 @@ def browser():
 def test_browser_loads_every_page_cleanly_and_screenshots_it(browser, built, tmp_path):
     shots = tmp_path / "shots"
     assert site_check.check(built, shots) == []
-    assert sorted(path.name for path in shots.iterdir()) == ["index.png", "minicpm__index.png"]
+    assert sorted(path.name for path in shots.iterdir()) == [
+        "index.png", "matrix__index.png", "minicpm__index.png"]  # fmt: skip
     with Image.open(shots / "minicpm__index.png") as image:
         assert image.width == 1280 and image.height > 2000  # the full page, not just the viewport
 
@@ -297,3 +298,45 @@ def test_browser_check_fails_on_broken_links_errors_and_outside_requests(
     assert "noisy.html: page error: notDefined is not defined" in noisy
     assert "noisy.html: requests https://example.invalid/logo.png from outside the site" in noisy
     assert not [line for line in failures if "links.html" not in line and "noisy" not in line]
+
+
+SEARCHES = [
+    MESSAGE,
+    f'Traceback (most recent call last):\n  File "/x/site-packages/torch/nn/functional.py", '
+    f"line 5373, in multi_head_attention_forward\n    q = 1\nRuntimeError: {MESSAGE}",
+    "RuntimeError: Input type (c10::BFloat16) and bias type (float) should be the same",
+    "my SDXL pipeline gives a black image",
+    "unscale FP16 gradients",
+    "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+]
+
+
+def test_the_index_search_finds_the_cases_explain_finds(browser, tmp_path):
+    """The same texts through the site's search box and through `explain`: the same cases, in
+    the same order (the box runs explain's rules over the catalog exported at build time)."""
+    from playwright.sync_api import sync_playwright
+
+    from shared.harness.explain import explain
+    from shared.harness.paths import CASES_DIR, MATRIX_DIR
+
+    cases = [load_case(name) for name in case_names()]
+    out = tmp_path / "site"
+    build(out, tmp_path / "no-runs", MATRIX_DIR, tmp_path / "no-cuda", CASES_DIR)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=site_check.CHROMIUM, args=site_check.CHROMIUM_ARGS
+        )
+        page = chromium.new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto((out / "index.html").as_uri())
+        for text in SEARCHES:
+            page.fill("#explain-text", text)
+            page.click("#explain-form button")
+            shown = page.eval_on_selector_all(
+                "#explain-results li", "items => items.map(item => item.dataset.case)"
+            )
+            assert shown == [match.case for match in explain(text, cases)], text
+            assert shown or "no documented case" in page.inner_text("#explain-status")
+        chromium.close()
+    assert errors == []

@@ -24,6 +24,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from shared.harness.catalog import (
+    FAMILIES,
     SILENT_FAILURES,
     Case,
     CaseError,
@@ -31,6 +32,7 @@ from shared.harness.catalog import (
     case_names,
     load_case,
 )
+from shared.harness.explain import catalog_index
 from shared.harness.matrix import Row, all_rows, flip_text, flips, stored_bisections
 from shared.harness.paths import CASES_DIR, CUDA_DIR, MATRIX_DIR, RUNS_DIR
 from shared.harness.report import (
@@ -158,7 +160,15 @@ def build(
     _clear(out)
     templates = _environment()
     written = ["index.html"]
-    _write(out / "index.html", templates.get_template("index.html").render(root="", pages=pages))
+    by_family = {family: [p for p in pages if p.case.family == family] for family in FAMILIES}
+    families = [(family, found) for family, found in by_family.items() if found]
+    index_html = templates.get_template("index.html").render(
+        root="", pages=pages, families=families, family_about=FAMILIES
+    )
+    _write(out / "index.html", index_html)
+    # The search box's data, a script (not JSON): pages opened from file:// may not fetch.
+    _write(out / "search-index.js", f"window.GALLERY_INDEX = {catalog_index(cases, matrix_dir)};\n")
+    shutil.copyfile(TEMPLATES_DIR / "search.js", out / "search.js")
     matrix_html = templates.get_template("matrix.html").render(root="../", pages=pages)
     _write(out / "matrix" / "index.html", matrix_html)
     written.append("matrix/index.html")
