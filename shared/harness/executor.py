@@ -20,7 +20,7 @@ from pathlib import Path
 
 from shared.harness.paths import SHARED_DIR, relative
 from shared.harness.report import ErrorRecord, ProcessResult, WarningRecord
-from shared.record import RECORD
+from shared.record import HARNESS_VARIABLE, RECORD
 
 RANK_VARIABLE = "RANK"  # set by torchrun for each rank
 
@@ -29,6 +29,7 @@ def execute(script: Path, result_path: Path) -> int:
     """Run ``script`` as ``__main__``; write the outcome to ``result_path``; return exit code."""
     sys.argv = [str(script)]
     sys.path.insert(0, str(script.parent))
+    os.environ[HARNESS_VARIABLE] = "1"  # the harness judges this run: no by-hand verdict line
     started = time.perf_counter()
     result = ProcessResult(rank=os.environ.get(RANK_VARIABLE))
     gallery = (script.parent.resolve(), SHARED_DIR)  # the gallery's own code, not a library's

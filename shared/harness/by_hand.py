@@ -1,0 +1,97 @@
+"""What the harness would say of a variant run by hand (``python cases/<case>/<variant>.py``).
+
+``shared.record`` calls :func:`verdict_line` when such a run ends: the variant is judged
+against its ``case.toml`` on the installed versions, as the harness judges it, and the learner
+reads one line: the documented failure shown (with its figure), the failure absent on these
+versions (and where it exists), the fix matching float32, or what is not as documented.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+from pathlib import Path
+
+from shared.harness.catalog import VERSIONED_PACKAGES, CaseError, Variant, load_case
+from shared.harness.matrix import all_rows, flip_text, flips, stored_bisections
+from shared.harness.report import (
+    PASSED,
+    REPRODUCED,
+    SKIPPED,
+    UNAFFECTED,
+    ErrorRecord,
+    ProcessResult,
+)
+from shared.harness.runner import Outcome
+from shared.harness.verdicts import Platform, judge, skip_reason
+
+PREFIX = "gallery verdict:"
+
+
+def _installed(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def verdict_line(script: Path, record: dict, raised: BaseException | None) -> str:
+    script = script.resolve()
+    try:
+        case = load_case(script.parent.name, script.parent.parent)
+    except CaseError as exc:
+        return f"{PREFIX} none: {exc}"
+    variant = next((v for v in case.variants if v.script.resolve() == script), None)
+    if variant is None:
+        return f"{PREFIX} none: {script.name} is no variant of {case.name}'s case.toml"
+    import torch
+
+    cuda = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    platform = Platform({name: _installed(name) for name in VERSIONED_PACKAGES}, tuple(cuda))
+    reason = skip_reason(variant.requires, platform)
+    if reason:
+        return f"{PREFIX} {SKIPPED}: the harness would not run this here: {reason}"
+    result = ProcessResult(
+        status="raised" if raised else "clean",
+        exception=ErrorRecord.of(raised, (script.parent,)) if raised else None,
+        device=record["device"],
+        checks=record["checks"],
+        measurements=record["measurements"],
+        knobs=record["knobs"],
+    )
+    # No mismatch guard watches a run by hand: its culprit is not checked here.
+    unguarded = dataclasses.replace(
+        variant,
+        expectation=dataclasses.replace(variant.expectation, culprit=""),
+        conditions=tuple(
+            dataclasses.replace(c, expectation=dataclasses.replace(c.expectation, culprit=""))
+            for c in variant.conditions
+        ),
+    )
+    verdict = judge(unguarded, Outcome(returncode=0, results=[result]), platform)
+    versions = ", ".join(f"{k} {v}" for k, v in platform.versions.items() if v)
+    if verdict.kind == REPRODUCED:
+        return f"{PREFIX} {REPRODUCED}: this run shows the documented failure ({verdict.detail})"
+    if verdict.kind == UNAFFECTED:
+        return (f"{PREFIX} {UNAFFECTED}: the failure is absent on these versions ({versions}), "
+                f"as documented; {_where_it_exists(variant, case.name)}")  # fmt: skip
+    if verdict.kind == PASSED:
+        return f"{PREFIX} {PASSED}: fixed: matches float32 ({verdict.detail})"
+    return f"{PREFIX} {verdict.kind}: NOT as documented: {verdict.detail}"
+
+
+def _where_it_exists(variant: Variant, case: str) -> str:
+    """The matrix's measured flip of the variant, else what its ``when`` entries declare."""
+    rows = [row for row in all_rows() if (row.case, row.variant) == (case, variant.name)]
+    found = flips(rows, stored_bisections())
+    if found:
+        return f"measured: {flip_text(found[0])}"
+
+    def spec(condition) -> str:
+        return ", ".join(f"{name} {s}" for name, s in condition.packages.items())
+
+    if variant.expectation.expect == "absent":
+        where = [spec(c) for c in variant.conditions if c.expectation.expect != "absent"]
+        return f"case.toml documents it on {'; '.join(where)}" if where else ""
+    where = [spec(c) for c in variant.conditions if c.expectation.expect == "absent"]
+    return f"case.toml documents it on the versions outside {'; '.join(where)}"
