@@ -5,7 +5,9 @@
 - :class:`MismatchGuard`: while active, checks each module call's tensor inputs against that
   module's own parameters, so the first module fed the wrong dtype or device is named before
   the error surfaces deep inside torch.
-- :func:`as_record`: a mismatch as a JSON-serialisable dict, for the harness to store.
+- :class:`NonFiniteGuard`: for a failure that raises nothing, the first module whose output
+  became inf or NaN while its inputs were finite: the producer, not a passer-on.
+- :func:`as_record`: a mismatch (or a non-finite producer) as a JSON-serialisable dict.
 
 Only public torch APIs (module hooks); nothing in torch or the libraries is patched.
 """
@@ -199,9 +201,9 @@ class DtypeDeviceMismatch(RuntimeError):
         )
 
 
-def as_record(mismatch: Mismatch) -> dict:
-    """The mismatch as plain JSON-serialisable data, with its one-line description."""
-    return {**dataclasses.asdict(mismatch), "description": mismatch.describe()}
+def as_record(found: Mismatch | NonFinite) -> dict:
+    """A mismatch or a producer as plain JSON-serialisable data, with its one-line description."""
+    return {**dataclasses.asdict(found), "description": found.describe()}
 
 
 class MismatchGuard:
@@ -318,19 +320,9 @@ class MismatchGuard:
         met the conv before (or without) its model and could only call it "Conv2d". Called while
         the models are still alive, this finds each culprit's parents among the live modules.
         """
-        parents: dict[nn.Module, tuple[nn.Module, str]] = {}
-        for candidate in gc.get_objects():
-            # type(), not isinstance(): no attribute lookups on arbitrary (deprecated) objects
-            if issubclass(type(candidate), nn.Module):
-                for name, child in candidate.named_children():
-                    parents.setdefault(child, (candidate, name))
+        parents = _live_parents()
         for index, module in enumerate(self._culprits):
-            path, seen = [], {module}
-            while module in parents and parents[module][0] not in seen:
-                module, name = parents[module]
-                path.insert(0, name)
-                seen.add(module)
-            full_path = ".".join([type(module).__name__, *path])
+            full_path = _full_path(module, parents)
             self.mismatches[index] = dataclasses.replace(self.mismatches[index], module=full_path)
 
 
@@ -369,3 +361,132 @@ def _tensor_inputs(module: nn.Module, args: tuple, kwargs: dict) -> Iterator[tup
             for key, item in items:
                 if isinstance(item, torch.Tensor):
                     yield f"{role}[{key!r}]", item
+
+
+# --- non-finite values: the producer, not its passers-on ---------------------------------------
+
+FLOAT16_MAX = torch.finfo(torch.float16).max
+
+
+@dataclasses.dataclass(frozen=True)
+class NonFinite:
+    """The first module whose output held inf or NaN while all its inputs were finite."""
+
+    module: str
+    module_class: str
+    output_dtype: str
+    nonfinite: int  # elements of the output that are inf or NaN
+    elements: int
+    input_absmax: float  # the largest |x| among the inputs (all finite)
+    input_dtype: str
+
+    def describe(self) -> str:
+        limit = " (beyond float16's range)" if self.input_absmax > FLOAT16_MAX else ""
+        return (
+            f"{self.module} ({self.module_class}): output {self.output_dtype} with "
+            f"{self.nonfinite} of {self.elements} elements inf/NaN, from finite "
+            f"{self.input_dtype} inputs of max |x| {self.input_absmax:.3g}{limit}"
+        )
+
+
+class NonFiniteGuard:
+    """Context manager: name the first module that *produced* inf or NaN (its inputs finite),
+    not the modules that merely passed it on (as fairseq's NanDetector and transformers'
+    DebugUnderflowOverflow look for). Record only: the model runs as it would.
+
+    Forward hooks fire when a module returns, innermost first, so the first module seen with a
+    non-finite output and finite inputs is the producer. ``.first`` is it, or None; ``model``
+    names modules from the start (else they are named by their class when first called).
+    """
+
+    def __init__(self, model: nn.Module | None = None):
+        self.model = model
+        self.first: NonFinite | None = None
+        self._module: nn.Module | None = None
+        self._names: dict[nn.Module, str] = {}
+        self._handles: list = []
+
+    def __enter__(self) -> NonFiniteGuard:
+        self._handles.append(register_module_forward_pre_hook(self._on_any_call))
+        if self.model is not None:
+            self._adopt(self.model)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self._names.clear()
+
+    def _on_any_call(self, module: nn.Module, args: tuple) -> None:
+        if module not in self._names:
+            self._adopt(module)
+
+    def _adopt(self, root: nn.Module) -> None:
+        for path, module in root.named_modules(prefix=type(root).__name__):
+            if module not in self._names:
+                self._names[module] = path
+                handle = module.register_forward_hook(self._on_return, with_kwargs=True)
+                self._handles.append(handle)
+
+    def _on_return(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
+        if self.first is not None:
+            return
+        try:
+            outputs = [t for t in _tensors(output) if t.is_floating_point()]
+            bad = [t for t in outputs if not bool(torch.isfinite(t).all())]
+            if not bad:
+                return
+            inputs = [t for _, t in _tensor_inputs(module, args, kwargs) if t.is_floating_point()]
+            if any(not bool(torch.isfinite(t).all()) for t in inputs):
+                return  # passed on, not produced here
+            largest = max(inputs, key=lambda t: float(t.abs().max()) if t.numel() else 0.0,
+                          default=None)  # fmt: skip
+            self.first = NonFinite(
+                self._names[module], type(module).__name__, _dtype_name(bad[0].dtype),
+                int((~torch.isfinite(bad[0])).sum()), bad[0].numel(),
+                float(largest.abs().max()) if largest is not None and largest.numel() else 0.0,
+                _dtype_name(largest.dtype) if largest is not None else "-",
+            )  # fmt: skip
+            self._module = module
+        except Exception:  # noqa: BLE001 - watching must never break the model it watches
+            return
+
+    def resolve_paths(self) -> None:
+        """Name the producer by its path from the outermost live model (see MismatchGuard)."""
+        if self.first is None or self._module is None:
+            return
+        path = _full_path(self._module, _live_parents())
+        self.first = dataclasses.replace(self.first, module=path)
+
+
+def _tensors(value) -> Iterator[torch.Tensor]:
+    """The tensors of a module's output: a tensor, or one level into tuples, lists, dicts and
+    ModelOutput-like objects."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        yield from (v for v in value.values() if isinstance(v, torch.Tensor))
+    elif isinstance(value, (tuple, list)):
+        yield from (v for v in value if isinstance(v, torch.Tensor))
+
+
+def _live_parents() -> dict[nn.Module, tuple[nn.Module, str]]:
+    """Each live module's parent and its name there, from every module alive now."""
+    parents: dict[nn.Module, tuple[nn.Module, str]] = {}
+    for candidate in gc.get_objects():
+        # type(), not isinstance(): no attribute lookups on arbitrary (deprecated) objects
+        if issubclass(type(candidate), nn.Module):
+            for name, child in candidate.named_children():
+                parents.setdefault(child, (candidate, name))
+    return parents
+
+
+def _full_path(module: nn.Module, parents: dict[nn.Module, tuple[nn.Module, str]]) -> str:
+    """``module``'s path from the outermost live model holding it ("Model.block.0.wo")."""
+    path, seen = [], {module}
+    while module in parents and parents[module][0] not in seen:
+        module, name = parents[module]
+        path.insert(0, name)
+        seen.add(module)
+    return ".".join([type(module).__name__, *path])

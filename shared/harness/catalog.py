@@ -147,6 +147,12 @@ class Variant:
     ranks: int = 1
     fixes: str = ""  # the broken variant this one fixes: their diff is the fix
 
+    @property
+    def may_fail_silently(self) -> bool:
+        """Whether on some versions its documented failure (or its absence) is measured."""
+        expectations = [self.expectation, *(c.expectation for c in self.conditions)]
+        return any(e.expect in SILENT_FAILURES or e.symptom for e in expectations)
+
     def expectation_for(self, versions: dict[str, str | None], device: str) -> Expectation:
         """The base expectation, overridden by the first ``when`` entry that holds."""
         for condition in self.conditions:

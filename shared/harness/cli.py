@@ -225,6 +225,8 @@ def _print_verdict(verdict: Verdict) -> None:
           f"{seconds}  {verdict.detail}")  # fmt: skip
     if verdict.culprit:
         print(f"  {'':<{KIND_WIDTH}} culprit: {verdict.culprit['description']}")
+    if verdict.producer:
+        print(f"  {'':<{KIND_WIDTH}} first inf/NaN: {verdict.producer['description']}")
     if verdict.note:
         print(f"  {'':<{KIND_WIDTH}} note: {verdict.note}")
     if verdict.is_anomaly and verdict.output_tail:

@@ -23,6 +23,8 @@ from shared.harness.report import ErrorRecord, ProcessResult, WarningRecord
 from shared.record import HARNESS_VARIABLE, RECORD
 
 RANK_VARIABLE = "RANK"  # set by torchrun for each rank
+# Set by the runner for a variant whose failure raises nothing: watch for inf/NaN producers.
+WATCH_VALUES_VARIABLE = "GALLERY_WATCH_VALUES"
 
 
 def execute(script: Path, result_path: Path) -> int:
@@ -33,14 +35,17 @@ def execute(script: Path, result_path: Path) -> int:
     started = time.perf_counter()
     result = ProcessResult(rank=os.environ.get(RANK_VARIABLE))
     gallery = (script.parent.resolve(), SHARED_DIR)  # the gallery's own code, not a library's
-    guard = _mismatch_guard()
+    guard, values = _mismatch_guard(), _value_guard()
     try:
-        with guard, _recording_warnings(result.warnings):
+        with guard, values, _recording_warnings(result.warnings):
+            namespace = None  # the script's globals: its models stay alive while named
             try:
-                runpy.run_path(str(script), run_name="__main__")
+                namespace = runpy.run_path(str(script), run_name="__main__")
             finally:  # while the variant's models are alive: full module paths
-                if hasattr(guard, "resolve_paths"):
-                    guard.resolve_paths()
+                for watcher in (guard, values):
+                    if hasattr(watcher, "resolve_paths"):
+                        watcher.resolve_paths()
+                del namespace
     except SystemExit as exc:
         if exc.code not in (None, 0):
             result.status, result.exception = "raised", ErrorRecord.of(exc, gallery)
@@ -52,6 +57,7 @@ def execute(script: Path, result_path: Path) -> int:
     result.checks, result.measurements = RECORD["checks"], RECORD["measurements"]
     result.knobs = RECORD["knobs"]
     result.culprit = _first_mismatch(guard)
+    result.producer = _first_mismatch(values)
     result.write(result_path)
     return 0 if result.status == "clean" else 1
 
@@ -85,6 +91,18 @@ def _mismatch_guard():
     except ImportError:  # no torch here: nothing to watch
         return contextlib.nullcontext()
     return MismatchGuard()
+
+
+def _value_guard():
+    """For a variant whose failure raises nothing: name the module that first produced inf or
+    NaN from finite inputs (record only), when the runner asks for it."""
+    if not os.environ.get(WATCH_VALUES_VARIABLE):
+        return contextlib.nullcontext()
+    try:
+        from shared.culprit import NonFiniteGuard
+    except ImportError:
+        return contextlib.nullcontext()
+    return NonFiniteGuard()
 
 
 def _first_mismatch(guard) -> dict | None:

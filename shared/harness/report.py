@@ -96,6 +96,7 @@ class ProcessResult:
     warnings: list[WarningRecord] = field(default_factory=list)
     rank: str | None = None
     culprit: dict | None = None  # shared.culprit.as_record of the first mismatch seen
+    producer: dict | None = None  # the first module that produced inf/NaN (silent failures)
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(dataclasses.asdict(self), indent=2), encoding="utf-8")
@@ -126,6 +127,7 @@ class Verdict:
     measurements: list[dict] = field(default_factory=list)
     knobs: dict[str, float] = field(default_factory=dict)  # the tiny model's arbitrary choices
     culprit: dict | None = None  # where the first dtype/device mismatch was seen (failures)
+    producer: dict | None = None  # the first module whose output became inf/NaN (silent ones)
     output_tail: str = ""  # the last lines the variant printed: the evidence
 
     @property

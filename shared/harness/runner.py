@@ -184,6 +184,7 @@ class _Child:
             **os.environ,
             "PYTHONPATH": _with_repo_root(os.environ.get("PYTHONPATH")),
             "TMPDIR": str(self.tmp_dir),
+            **self._watch(),
         }
         env.setdefault("OMP_NUM_THREADS", str(self.job.threads))
         with open(self.log_path, "wb") as log:
@@ -211,6 +212,7 @@ class _Child:
             sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
             if "torch" in sys.modules:
                 sys.modules["torch"].set_num_threads(self.job.threads)
+            os.environ.update(self._watch())
             from shared.harness.executor import execute, launch_ranks
 
             if self.job.variant.launcher == "torchrun":
@@ -223,6 +225,12 @@ class _Child:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(exit_code)
+
+    def _watch(self) -> dict[str, str]:
+        """The executor's inf/NaN producer watch, for the variants that may fail silently."""
+        from shared.harness.executor import WATCH_VALUES_VARIABLE
+
+        return {WATCH_VALUES_VARIABLE: "1"} if self.job.variant.may_fail_silently else {}
 
     def poll(self) -> int | None:
         if self.process is not None:

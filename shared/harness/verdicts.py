@@ -247,6 +247,7 @@ def _verdict(
         measurements=result.measurements,
         knobs=result.knobs,
         culprit=result.culprit if (result.exception or kind in ANOMALIES) else None,
+        producer=result.producer,
         output_tail=relative_text(
             "\n".join(outcome.log.rstrip().splitlines()[-OUTPUT_TAIL_LINES:])
         ),
