@@ -124,6 +124,14 @@ def measure_nan(label: str, tensor: torch.Tensor) -> float:
     return _measure(label, "nan_fraction", fraction, detail)
 
 
+def measure_inf(label: str, tensor: torch.Tensor) -> float:
+    """Fraction of the elements of ``tensor`` that are +inf or -inf (0.0 .. 1.0): an overflow."""
+    values = tensor.detach()
+    fraction = values.isinf().float().mean().item()
+    detail = f"{int(values.isinf().sum())} of {values.numel()} elements inf"
+    return _measure(label, "inf_fraction", fraction, detail)
+
+
 def measure_changed(
     label: str, before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]
 ) -> float:

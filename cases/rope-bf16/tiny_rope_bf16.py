@@ -2,8 +2,8 @@
 
 RoPE rotates query and key by the angle ``position * inv_freq``: bfloat16 rounds ``inv_freq``
 by up to 2**-8 relative (0.37 % here), which moves the angle by up to 0.54 rad at position
-3000 (0.02 rad below 100). ``initializer_range=0.3`` makes attention sharp enough for the
-logits to show it, while bfloat16 weights alone stay within 1 of float32.
+3000 (0.02 rad below 100). The cos table RoPE hands to attention shows it whatever the
+weights; the logits show it too when attention is sharp (a large ``initializer_range``).
 ``max_position_embeddings=4096``: the 3000 tokens fit the table transformers < 4.38 cached at
 init. Random seeded weights, saved with ``save_pretrained``; nothing is downloaded.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp
+from shared.tiny_models import knob, quiet_hf_logging, save_pretrained_to_temp, tiny_seed
 
 SEQ_LEN = 3000  # tokens in the example input
 LONG = 2000  # positions from here on are "long": where the rounded inv_freq shows
@@ -25,7 +25,11 @@ quiet_hf_logging()
 
 def save_tiny_llama() -> Path:
     """Save the tiny Llama in float32 and return its folder."""
-    torch.manual_seed(0)
+    tiny_seed(0)
+    # The weights' init std: real Llama checkpoints are built with 0.02; 0.3 makes attention
+    # sharp enough for the logits to show the rotated angles (bfloat16 weights alone then stay
+    # within 1 of float32). The symptom judged (the cos table) does not depend on it.
+    initializer_range = knob("initializer_range", 0.3, (0.02, 0.3))
     config = LlamaConfig(
         vocab_size=256,
         hidden_size=64,
@@ -34,7 +38,7 @@ def save_tiny_llama() -> Path:
         num_attention_heads=4,
         num_key_value_heads=4,
         max_position_embeddings=4096,
-        initializer_range=0.3,
+        initializer_range=initializer_range,
     )
     return save_pretrained_to_temp(LlamaForCausalLM(config))
 
@@ -54,18 +58,47 @@ def logits(model: LlamaForCausalLM, input_ids: torch.Tensor) -> torch.Tensor:
     return model.lm_head(model.model(input_ids=input_ids).last_hidden_state)
 
 
-def rotary_embedding(model: LlamaForCausalLM) -> torch.nn.Module:
-    """The model's LlamaRotaryEmbedding (one per model, or one per layer before 4.40)."""
-    return next(m for m in model.modules() if type(m).__name__ == "LlamaRotaryEmbedding")
+def rotary_embeddings(model: LlamaForCausalLM) -> list[torch.nn.Module]:
+    """Every RoPE module of the model (each has an ``inv_freq`` buffer).
+
+    One per attention layer in 4.36-4.42, one on ``LlamaModel`` in 4.48 and later, both in the
+    releases between (4.44.2 and 4.45.2 seen here), where only the model's runs: hook them all
+    rather than guess which one runs.
+    """
+    found = [
+        module
+        for module in model.modules()
+        if type(module).__name__.endswith("RotaryEmbedding") and hasattr(module, "inv_freq")
+    ]
+    if not found:
+        raise LookupError(f"no RotaryEmbedding module with inv_freq in {type(model).__name__}")
+    return found
+
+
+def inv_freq_dtypes(model: LlamaForCausalLM) -> str:
+    """The dtype(s) of RoPE's ``inv_freq`` buffers, for the printout."""
+    return ", ".join(sorted({str(m.inv_freq.dtype) for m in rotary_embeddings(model)}))
 
 
 def record_cos(model: LlamaForCausalLM) -> list[torch.Tensor]:
-    """A list that receives the cos table (SEQ_LEN x head_dim) each time RoPE runs."""
+    """A list that receives the cos table (SEQ_LEN x head_dim) each time RoPE runs.
+
+    RoPE returns ``(cos, sin)``: (seq, head_dim) up to transformers 4.37, (batch, seq,
+    head_dim) from 4.38; the last SEQ_LEN rows of either are the table of the input.
+    """
     tables: list[torch.Tensor] = []
 
     def hook(module, args, output):
-        cos = output[0]
+        cos = output[0] if isinstance(output, (tuple, list)) else output
         tables.append(cos.reshape(-1, cos.shape[-1])[-SEQ_LEN:].detach())
 
-    rotary_embedding(model).register_forward_hook(hook)
+    for module in rotary_embeddings(model):
+        module.register_forward_hook(hook)
     return tables
+
+
+def long_cos(tables: list[torch.Tensor]) -> torch.Tensor:
+    """The cos table record_cos received first, at the long positions (>= LONG)."""
+    if not tables:
+        raise RuntimeError("no RotaryEmbedding module ran: record_cos saw no cos table")
+    return tables[0][LONG:]
