@@ -93,3 +93,14 @@ def test_documented_patterns_read_as_the_text_they_match():
     assert literal(r"^Input type \((struct )?c10::Half\) and bias type \(float\)$") == (
         "Input type (c10::Half) and bias type (float)")  # fmt: skip
     assert shape("got Float and BFloat16 on cuda:0") == shape("got Half and float on cpu")
+
+
+def test_cases_documenting_the_same_message_are_said_to_be_tied():
+    run = run_explain("mat1 and mat2 must have the same dtype, but got Float and BFloat16")
+    assert run.returncode == 0
+    assert run.stdout.startswith("2 cases match equally well (minicpm, transformers-v5-dtype)")
+
+
+def test_naming_the_application_project_breaks_the_tie():
+    text = f"{MINICPM_TRACEBACK.splitlines()[-1]}\n(fine-tuning MiniCPM-V-2)"
+    assert cases_for(text)[0] == "minicpm"

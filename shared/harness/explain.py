@@ -12,8 +12,12 @@ too), the messages the matrix actually saw, the cases' symptom `phrases` — and
 - the message has the same shape once dtype, device and number words are masked (``SHAPE``): a
   held-out wording of the same failure, e.g. another dtype pair;
 - the text is a symptom phrase of a case, or a piece of a documented message (``PHRASE``);
-- a traceback's frames include the documented raise site, its type is the documented one
-  (each adds to the rank).
+- a traceback's frames include the documented raise site, its type is the documented one, the
+  text names the case's application project (MiniCPM-V, CogVLM, ...: not a library every
+  traceback passes through) — each adds to the rank.
+
+Cases that document the very same message rank equally on a bare error line: the answer then
+says they are tied, and that a traceback's frames would tell them apart.
 
 Exit 0 with matches, 1 with none (the closest cases are named), 2 on bad input. The site's search
 box runs the same rules over the same data (``catalog_index``), exported at build time.
@@ -34,7 +38,9 @@ from shared.harness.paths import MATRIX_DIR
 from shared.harness.report import REPRODUCED
 
 MESSAGE, SHAPE, PHRASE = 100, 60, 40  # the tiers of a match
-RAISE_SITE_BONUS, TYPE_BONUS = 10, 5
+RAISE_SITE_BONUS, PROJECT_BONUS, TYPE_BONUS = 10, 8, 5
+# Owners of the libraries themselves: a traceback passes through them whatever the case.
+LIBRARY_OWNERS = ("huggingface", "pytorch")
 MIN_PHRASE_CHARACTERS = 6  # a shorter query is no phrase (it would be part of everything)
 CLOSEST = 3
 
@@ -77,6 +83,7 @@ class Signature:
     shapes: list[str]  # of the patterns' texts and of the messages the matrix saw
     raised_in: str
     phrases: list[str] = field(default_factory=list)
+    project: str = ""  # the application's repository name, lowercase ("" for a library's)
 
 
 @dataclass
@@ -144,6 +151,12 @@ def signatures(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> list[Signatu
     return found
 
 
+def application_project(case: Case) -> str:
+    """The repository name of the case's project when it is an application (not a library)."""
+    owner, _, name = case.project.split(" ")[0].partition("/")
+    return "" if owner.lower() in LIBRARY_OWNERS or not name else name.lower()
+
+
 def score(signature: Signature, query: Query) -> tuple[int, str]:
     """(rank, how it matched); rank 0: no match."""
     tier, how = 0, ""
@@ -163,6 +176,8 @@ def score(signature: Signature, query: Query) -> tuple[int, str]:
         return 0, ""
     if signature.raised_in and any(re.search(signature.raised_in, f) for f in query.frames):
         tier, how = tier + RAISE_SITE_BONUS, how + " + raise site"
+    if signature.project and signature.project in query.text.lower():
+        tier, how = tier + PROJECT_BONUS, how + " + project named"
     if query.error and query.error == signature.error.rsplit(".", 1)[-1]:
         tier, how = tier + TYPE_BONUS, how + " + type"
     return tier, how
@@ -204,6 +219,11 @@ def explain(text: str, cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> list
             best[signature.case] = Match(signature.case, signature.variant, rank, how,
                                          signature.where)  # fmt: skip
     return sorted(best.values(), key=lambda m: (-m.rank, m.case))
+
+
+def first_place(matches: list[Match]) -> list[Match]:
+    """The matches that share the best rank: one case, or several the text cannot tell apart."""
+    return [m for m in matches if m.rank == matches[0].rank] if matches else []
 
 
 def fix_of(case: Case, broken: str) -> tuple[str, str]:
@@ -306,5 +326,10 @@ def explain_command(args: argparse.Namespace) -> int:
         near = closest(signatures(list(cases.values())), cases, parse(text))
         print("no documented case; closest: " + (", ".join(near) or "none"))
         return 1
+    tied = first_place(matches)
+    if len(tied) > 1:
+        names = ", ".join(match.case for match in tied)
+        print(f"{len(tied)} cases match equally well ({names}): they document the same "
+              "message; a whole traceback's frames would tell them apart.\n")  # fmt: skip
     print("\n\n".join(describe(match, cases[match.case]) for match in matches))
     return 0

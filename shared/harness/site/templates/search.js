@@ -65,6 +65,9 @@
     if (signature.raised_in && query.frames.some((f) => new RegExp(signature.raised_in).test(f))) {
       tier += tiers.raise_site; how += " + raise site";
     }
+    if (signature.project && query.text.toLowerCase().includes(signature.project)) {
+      tier += tiers.project; how += " + project named";
+    }
     if (query.error && query.error === signature.error.split(".").pop()) {
       tier += tiers.type; how += " + type";
     }
@@ -86,9 +89,12 @@
 
   function show(results, list, status) {
     list.replaceChildren();
-    status.textContent = results.length
-      ? `${results.length} documented case(s) match, best first`
-      : "no documented case matches";
+    const tied = results.filter((match) => match.rank === (results[0] || {}).rank);
+    status.textContent = !results.length ? "no documented case matches"
+      : tied.length > 1
+        ? `${tied.length} cases match equally well (${tied.map((m) => m.case).join(", ")}): ` +
+          "they document the same message; a whole traceback's frames would tell them apart"
+        : `${results.length} documented case(s) match, best first`;
     for (const match of results) {
       const answer = index.cases[match.case];
       const item = document.createElement("li");
