@@ -17,12 +17,15 @@ from __future__ import annotations
 import dataclasses
 import gc
 import inspect
+import re
 from collections import Counter
 from collections.abc import Iterator
 
 import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_pre_hook
+
+from shared.hazards import HAZARDS
 
 # The names torch uses for dtypes in its own errors ("got Float and BFloat16").
 TORCH_ERROR_NAMES = {
@@ -490,3 +493,118 @@ def _full_path(module: nn.Module, parents: dict[nn.Module, tuple[nn.Module, str]
         path.insert(0, name)
         seen.add(module)
     return ".".join([type(module).__name__, *path])
+
+
+# --- hazards: the patterns the gallery's cases document, found in a model ----------------------
+
+# Buffers computed from a formula (RoPE's inverse frequencies, cos/sin caches): rounding them
+# moves every value computed from them. Other float buffers (running statistics) are left alone.
+COMPUTED_BUFFER = re.compile(r"inv_freq|freqs?$|_cached$|^(cos|sin)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Hazard:
+    """A pattern in a model that one of the gallery's cases shows failing."""
+
+    kind: str  # one of HAZARDS
+    where: str  # the module or tensor path
+    detail: str
+
+    @property
+    def case(self) -> str:
+        return HAZARDS[self.kind].case
+
+    def describe(self) -> str:
+        return f"{self.kind} at {self.where}: {self.detail} (see cases/{self.case})"
+
+
+def hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> list[Hazard]:
+    """The hazard patterns of the gallery's cases found in ``model`` (and a mask it is fed).
+
+    Intended mixed precision is not a hazard: float32 tensors ``_keep_in_fp32_modules`` lists,
+    and float32 trainable parameters while the rest is frozen (master weights for a GradScaler).
+    """
+    found: list[Hazard] = []
+    rows = audit(model)
+    _, majority = _majority(rows)
+    kept_by = _keep_in_fp32_entries(model)
+    parameters = dict(model.named_parameters())
+    fine_tuning = any(p.requires_grad for p in parameters.values()) and not all(
+        p.requires_grad for p in parameters.values()
+    )
+    for row in rows:
+        for name in row.names:
+            path = f"{row.module}.{name}" if row.module else name
+            master = fine_tuning and row.kind == "param" and parameters[path].requires_grad
+            if (
+                row.kind == "param"
+                and row.odd
+                and row.dtype == "float32"
+                and not master
+                and (majority in ("float16", "bfloat16"))
+            ):
+                found.append(Hazard("float32-in-half", path, f"float32 in a {majority} model"))
+            if (
+                row.kind == "buffer"
+                and row.dtype in ("float16", "bfloat16")
+                and (COMPUTED_BUFFER.search(name))
+            ):
+                found.append(Hazard("rounded-buffer", path, f"{name} in {row.dtype}"))
+    for path, module in model.named_modules():
+        parts = set(path.split("."))
+        for entry, attribute in kept_by.items():
+            if entry in parts and any(
+                p.dtype == torch.float16 for p in module.parameters(recurse=False)
+            ):
+                found.append(
+                    Hazard("keep-in-fp32-cast-away", path, f"float16, listed in {attribute}")
+                )
+        for name, value in vars(module).items():
+            held = value.values() if isinstance(value, dict) else value
+            if (
+                isinstance(value, (list, tuple, dict))
+                and not name.startswith("_")
+                and any(isinstance(item, nn.Module) for item in held)
+            ):
+                where, kind = f"{path}.{name}".lstrip("."), type(value).__name__
+                found.append(Hazard("unreachable-submodule", where,
+                                    f"{kind} of modules, not a ModuleList"))  # fmt: skip
+    trainable = [n for n, p in parameters.items() if p.requires_grad and p.dtype == torch.float16]
+    if fine_tuning and trainable:
+        found.append(Hazard("half-trainable", trainable[0],
+                            f"{len(trainable)} trainable float16 parameters"))  # fmt: skip
+    if attention_mask is not None and attention_mask.is_floating_point():
+        found.append(Hazard("float-attention-mask", "attention_mask",
+                            f"{_dtype_name(attention_mask.dtype)} mask"))  # fmt: skip
+    return found
+
+
+def format_hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> str:
+    """The hazards as lines, each naming the case that shows it failing; or that none was found."""
+    found = hazards(model, attention_mask)
+    if not found:
+        return f"{type(model).__name__}: none of the gallery's hazard patterns found"
+    return "\n".join(f"{type(model).__name__}: {hazard.describe()}" for hazard in found)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m shared.culprit package.module:factory``: audit the model the factory returns."""
+    import argparse
+    import importlib
+
+    parser = argparse.ArgumentParser(prog="python -m shared.culprit", description=main.__doc__)
+    parser.add_argument("factory", help="module:callable returning an nn.Module")
+    args = parser.parse_args(argv)
+    module_name, _, attribute = args.factory.partition(":")
+    if not attribute:
+        parser.error("give MODULE:FACTORY, e.g. my_project.models:build_model")
+    model = getattr(importlib.import_module(module_name), attribute)()
+    if not isinstance(model, nn.Module):
+        parser.error(f"{args.factory} returned a {type(model).__name__}, not an nn.Module")
+    print(format_audit(model, odd_only=True))
+    print(format_hazards(model))
+    return 1 if hazards(model) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -75,6 +75,21 @@ def test_variant_verdict(case, variant_name, case_runs):
         assert verdict["silent"] and verdict["detail"].startswith("raises nothing")
 
 
+AUDITED = [(case, v) for case in CASES.values() for v in case.variants if v.audit]
+
+
+@pytest.mark.parametrize(("case", "variant"), AUDITED, ids=ids)
+def test_the_audit_flags_the_broken_models_and_passes_the_fixed_ones(case, variant, case_runs):
+    """shared.culprit.hazards over the models a variant ends with (the harness records them):
+    the case's hazard is found where case.toml says flagged, and not where it says clean."""
+    _, report, _ = case_runs(case.name)
+    verdict = report[variant.name]
+    if verdict["kind"] == SKIPPED:
+        pytest.skip(f"{case.name}/{variant.name}: {verdict['detail']}")
+    kinds = {hazard["kind"] for hazard in verdict["hazards"]}
+    assert (case.hazard in kinds) == (variant.audit == "flagged"), verdict["hazards"]
+
+
 @pytest.mark.parametrize(("case", "fixed"), PAIRS, ids=ids)
 def test_the_diff_of_a_pair_is_the_fix(case, fixed):
     broken = next(v for v in case.variants if v.name == fixed.fixes)

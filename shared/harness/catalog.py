@@ -16,6 +16,7 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from shared.harness.paths import CASES_DIR, relative
+from shared.hazards import HAZARDS
 
 METADATA_FILE = "case.toml"
 
@@ -56,10 +57,11 @@ FAMILIES = {
     "optimizer-numerics": "optimizer updates lost or distorted by the parameters' dtype",
 }
 # The keys each table of a case.toml takes (cases/README.md documents each; a test checks).
-CASE_KEYS = ("title", "summary", "cause", "phrases", "project", "issue", "family", "era",
-             "era_start", "requires", "variant")  # fmt: skip
+CASE_KEYS = ("title", "summary", "cause", "phrases", "project", "issue", "family", "hazard",
+             "era", "era_start", "requires", "variant")  # fmt: skip
 VARIANT_KEYS = ("name", "script", "timeout", "launcher", "ranks", "requires", "when", "fixes",
-                *EXPECTATION_KEYS)  # fmt: skip
+                "audit", *EXPECTATION_KEYS)  # fmt: skip
+AUDITS = ("flagged", "clean")  # what shared.culprit.hazards says of a variant's models
 WHEN_KEYS = ("device", *VERSIONED_PACKAGES, *EXPECTATION_KEYS)
 REQUIRES_KEYS = ("cuda", "gpus", "packages", "cpu_packages", "reason")
 
@@ -146,6 +148,7 @@ class Variant:
     launcher: str = "python"
     ranks: int = 1
     fixes: str = ""  # the broken variant this one fixes: their diff is the fix
+    audit: str = ""  # "flagged" / "clean": the case's hazard in the models it ends with
 
     @property
     def may_fail_silently(self) -> bool:
@@ -172,6 +175,7 @@ class Case:
     project: str
     issue: str
     family: str
+    hazard: str  # the shared.hazards pattern its broken models show ("" if none)
     era: str
     era_start: datetime.date  # the first date the dated sweep runs the case on
     variants: tuple[Variant, ...]
@@ -213,6 +217,11 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
             f"{where}: family must be one of {sorted(FAMILIES)} (to add one, extend FAMILIES "
             f"in shared/harness/catalog.py), got {data['family']!r}"
         )
+    hazard = _optional_str(data, "hazard", where)
+    if hazard and hazard not in HAZARDS:
+        raise CaseError(f"{where}: hazard must be one of {sorted(HAZARDS)} (shared/hazards.py)")
+    if any(v.get("audit") for v in data.get("variant", []) if isinstance(v, dict)) and not hazard:
+        raise CaseError(f"{where}: a variant's audit needs the case's hazard = '<kind>'")
     era_start = data.get("era_start")
     if type(era_start) is not datetime.date:
         raise CaseError(f"{where}: era_start = YYYY-MM-DD (a TOML date, no quotes) is required: "
@@ -255,6 +264,7 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
         project=data["project"],
         issue=data["issue"],
         family=data["family"],
+        hazard=hazard,
         era=data.get("era", ""),
         era_start=era_start,
         variants=variants,
@@ -296,7 +306,15 @@ def _parse_variant(raw: dict, folder: Path, case_requires: Requirements, where: 
         launcher=launcher,
         ranks=ranks,
         fixes=_optional_str(raw, "fixes", where),
+        audit=_audit(raw, where),
     )
+
+
+def _audit(raw: dict, where: str) -> str:
+    audit = _optional_str(raw, "audit", where)
+    if audit and audit not in AUDITS:
+        raise CaseError(f"{where}: audit must be one of {AUDITS}, got {audit!r}")
+    return audit
 
 
 def _parse_expectation(raw: dict, where: str) -> Expectation:

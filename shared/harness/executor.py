@@ -9,6 +9,7 @@ message, the frames it passed through) and its traceback printed, as Python woul
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import runpy
 import sys
@@ -41,10 +42,11 @@ def execute(script: Path, result_path: Path) -> int:
             namespace = None  # the script's globals: its models stay alive while named
             try:
                 namespace = runpy.run_path(str(script), run_name="__main__")
-            finally:  # while the variant's models are alive: full module paths
+            finally:  # while the variant's models are alive: full module paths, hazards
                 for watcher in (guard, values):
                     if hasattr(watcher, "resolve_paths"):
                         watcher.resolve_paths()
+                result.hazards = _hazards(namespace or _raising_globals(script))
                 del namespace
     except SystemExit as exc:
         if exc.code not in (None, 0):
@@ -91,6 +93,46 @@ def _mismatch_guard():
     except ImportError:  # no torch here: nothing to watch
         return contextlib.nullcontext()
     return MismatchGuard()
+
+
+def _raising_globals(script: Path) -> dict:
+    """The script's globals from the exception in flight (its models, as they were then)."""
+    tb = sys.exc_info()[2]
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == str(script):
+            return tb.tb_frame.f_globals
+        tb = tb.tb_next
+    return {}
+
+
+def _hazards(namespace: dict) -> list[dict]:
+    """The hazard patterns (shared.culprit.hazards) of every model the script holds at its end:
+    its nn.Modules, and the components of its pipelines."""
+    try:
+        from torch import nn
+
+        from shared.culprit import hazards
+    except ImportError:
+        return []
+    models = {}
+    for name, value in namespace.items():
+        components = getattr(value, "components", None)
+        if isinstance(value, nn.Module):
+            models[name] = value
+        elif isinstance(components, dict):
+            models.update({f"{name}.{k}": v for k, v in components.items()
+                           if isinstance(v, nn.Module)})  # fmt: skip
+    inside = {id(m) for model in models.values() for m in list(model.modules())[1:]}
+    found = []
+    for name, model in models.items():
+        if id(model) in inside:
+            continue  # a part of another model the script holds: audited as part of it
+        try:
+            found += [{"model": name, "case": h.case, **dataclasses.asdict(h)}
+                      for h in hazards(model)]  # fmt: skip
+        except Exception:  # noqa: BLE001, S112 - auditing must never break a verdict
+            continue
+    return found
 
 
 def _value_guard():

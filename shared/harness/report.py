@@ -97,6 +97,7 @@ class ProcessResult:
     rank: str | None = None
     culprit: dict | None = None  # shared.culprit.as_record of the first mismatch seen
     producer: dict | None = None  # the first module that produced inf/NaN (silent failures)
+    hazards: list[dict] = field(default_factory=list)  # shared.culprit.hazards of its models
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(dataclasses.asdict(self), indent=2), encoding="utf-8")
@@ -128,6 +129,7 @@ class Verdict:
     knobs: dict[str, float] = field(default_factory=dict)  # the tiny model's arbitrary choices
     culprit: dict | None = None  # where the first dtype/device mismatch was seen (failures)
     producer: dict | None = None  # the first module whose output became inf/NaN (silent ones)
+    hazards: list[dict] = field(default_factory=list)  # hazard patterns of its models at its end
     output_tail: str = ""  # the last lines the variant printed: the evidence
 
     @property

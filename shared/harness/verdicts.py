@@ -248,6 +248,7 @@ def _verdict(
         knobs=result.knobs,
         culprit=result.culprit if (result.exception or kind in ANOMALIES) else None,
         producer=result.producer,
+        hazards=result.hazards,
         output_tail=relative_text(
             "\n".join(outcome.log.rstrip().splitlines()[-OUTPUT_TAIL_LINES:])
         ),
