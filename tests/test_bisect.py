@@ -110,9 +110,9 @@ def test_a_real_bisection_over_two_adjacent_peft_releases(tmp_path):
         env={**os.environ, bisect.UV_VARIABLE: uv},
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    found = Bisection.read(
-        tmp_path / "m" / "bisections" / "lora-fp16-gradscaler--peft_default--peft.json"
-    )
+    (path,) = (tmp_path / "m" / "bisections").glob("*.json")
+    assert path.name == "lora-fp16-gradscaler--peft_default--peft-0.12.0.json"
+    found = Bisection.read(path)
     assert (found.last_before, found.first_changed) == ("0.11.1", "0.12.0")
     assert (found.verdict_before, found.verdict_after) == ("REPRODUCED", "PASSED")
     assert found.probes[-1].rerun == "PASSED"  # the changed verdict was run twice

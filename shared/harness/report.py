@@ -202,7 +202,7 @@ class Bisection:
 
     @property
     def file_name(self) -> str:
-        return f"{self.case}--{self.variant}--{self.package}.json"
+        return f"{self.case}--{self.variant}--{self.package}-{self.first_changed}.json"
 
     def write(self, folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
