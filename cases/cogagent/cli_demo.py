@@ -6,9 +6,9 @@ Launched like upstream, over several ranks or as one process:
 What it does, in upstream's order:
 1. ranks: under torchrun (WORLD_SIZE set) one rank per GPU with NCCL when there are enough
    GPUs, else CPU ranks with gloo; without torchrun, one process on pick_device()'s device;
-2. model: every rank builds the model in float32, as SwissArmyTransformer does, and casts it
-   with .half() / .bfloat16() only when --fp16 / --bf16 is given; rank 0 loads the checkpoint
-   and every parameter is broadcast from it (SAT's way for layers replicated on all ranks);
+2. model: every rank builds the model in float32, as SwissArmyTransformer does; rank 0 loads
+   the checkpoint and every parameter is broadcast from it (SAT's way for layers replicated on
+   all ranks); then each rank casts it with .half() / .bfloat16() only when --fp16 / --bf16;
 3. chat: the preprocessed image (float32) is cast to `bfloat16 if --bf16 else float16`
    ALWAYS, whatever dtype the model has; the question is appended; the logits come back.
 With neither flag, a float32 model meets a float16 image in the vision encoder's first conv:
@@ -94,16 +94,20 @@ def start_ranks() -> Ranks:
 
 
 def load_replicated_model(ranks: Ranks, dtype: torch.dtype) -> TinyCogAgent:
-    """Build on every rank in float32, cast, then take rank 0's loaded weights by broadcast."""
+    """Build on every rank in float32, take rank 0's loaded weights by broadcast, then cast.
+
+    The broadcast carries float32 (what every rank built): gloo on torch < 2.2 cannot send
+    bfloat16 ("Invalid scalar type"), and the cast after it gives every rank the same values.
+    """
     if ranks.rank == 0:
         model = TinyCogAgent.from_pretrained(save_tiny_checkpoint())  # saved, so loaded, float32
     else:
         model = TinyCogAgent(tiny_config())  # float32, random until the broadcast below
-    model.to(device=ranks.device, dtype=dtype).eval()
+    model.to(device=ranks.device)
     if ranks.world_size > 1:
         for parameter in model.parameters():
             dist.broadcast(parameter.data, src=0)
-    return model
+    return model.to(dtype=dtype).eval()
 
 
 @torch.no_grad()

@@ -59,11 +59,17 @@ class TinyCogAgent(PreTrainedModel):
         pass  # keep the torch defaults: rank 0's checkpoint overwrites every weight anyway
 
     def forward(self, pixel_values: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
-        """Logits for [image tokens, question tokens]; the image is used as given (no cast)."""
+        """Logits for [image tokens, question tokens]; the image is used as given (no cast).
+
+        The logits come out of ``lm_head`` in the model's dtype, as SAT's model computes them:
+        not through ``LlamaForCausalLM.forward``, which before transformers 4.46 upcast them to
+        float32 whatever the model's dtype (the fixes check the dtype the flag sets).
+        """
         patches = self.cross_vision(pixel_values=pixel_values).last_hidden_state
         image_embeds = self.projector(patches)
         text_embeds = self.llm.get_input_embeddings()(input_ids)
-        return self.llm(inputs_embeds=torch.cat([image_embeds, text_embeds], dim=1)).logits
+        embeds = torch.cat([image_embeds, text_embeds], dim=1)
+        return self.llm.lm_head(self.llm.model(inputs_embeds=embeds).last_hidden_state)
 
 
 def tiny_config() -> TinyCogAgentConfig:

@@ -133,19 +133,33 @@ def save_tiny_checkpoint() -> Path:
 
 
 def load_tiny_omnilmm(checkpoint: Path, dtype: torch.dtype) -> TinyOmniLMM:
-    """Load the composite and its tower with the same dtype, then put the tower in the list."""
-    model = TinyOmniLMM.from_pretrained(checkpoint, dtype=dtype)
-    tower = TinyVisionTower.from_pretrained(checkpoint / VISION_FOLDER, dtype=dtype)
+    """Load the composite and its tower with the same dtype, then put the tower in the list.
+
+    Spelled ``torch_dtype=``: every transformers of the case's range takes it (5.x still does);
+    ``dtype=`` arrived in 4.56, and before that it is handed to the model's ``__init__``.
+    """
+    model = TinyOmniLMM.from_pretrained(checkpoint, torch_dtype=dtype)
+    tower = TinyVisionTower.from_pretrained(checkpoint / VISION_FOLDER, torch_dtype=dtype)
     model.attach_vision_tower(tower)
     return model
 
 
 def add_lora(model: TinyOmniLMM) -> PeftModel:
-    """LoRA adapters on the LLM's attention projections; every other weight frozen."""
+    """LoRA adapters on the LLM's attention projections, kept float32; every other weight frozen.
+
+    peft >= 0.12 makes the adapters of a float16 model float32 itself (`autocast_adapter_dtype`);
+    older peft made them float16, and AdamW on float16 weights (its eps 1e-8 rounds to 0 in
+    float16) turns the loss into NaN from the second step. The cast below gives every peft
+    the float32 adapters of today's default (a no-op from 0.12 on).
+    """
     config = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "v_proj"])
     with warnings.catch_warnings():  # peft probes an attribute transformers 5 has deprecated
         warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated")
-        return get_peft_model(model, config)
+        peft_model = get_peft_model(model, config)
+    for name, parameter in peft_model.named_parameters():
+        if "lora_" in name:
+            parameter.data = parameter.data.float()
+    return peft_model
 
 
 def forward_parameters(model: nn.Module) -> Iterator[tuple[str, nn.Parameter]]:

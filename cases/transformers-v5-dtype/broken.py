@@ -28,7 +28,7 @@ print("inputs_embeds:", embeds.dtype)
 with torch.no_grad():
     output = llm.model(inputs_embeds=embeds).last_hidden_state
 
-reference = Qwen2ForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).to(device)
+reference = Qwen2ForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float32).to(device)
 with torch.no_grad():
     expected = reference.model(inputs_embeds=embeds).last_hidden_state
     compare_to_reference("LLM hidden states", output, expected, dtype=torch.float32)

@@ -1,5 +1,5 @@
-"""A bf16 LLM checkpoint loaded with `dtype=torch.float32` (the 4.x default): the caller's float32
-embedding feeds it, as it did before transformers 5."""
+"""A bf16 LLM checkpoint loaded with `torch_dtype=torch.float32` (the 4.x default): the caller's
+float32 embedding feeds it, as it did before transformers 5."""
 
 import torch
 from tiny_transformers_v5_dtype import (
@@ -16,7 +16,7 @@ from shared.checks import compare_to_reference, pick_device
 device = pick_device()
 checkpoint = save_qwen2_bf16()  # tiny random weights, saved in bfloat16 (config.json says so)
 
-llm = Qwen2ForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).to(device)  # the fix
+llm = Qwen2ForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float32).to(device)  # fix
 print("config.json dtype:", saved_dtype(checkpoint), "| loaded:", llm.dtype)
 
 # The caller's own speech-token embedding, kept float32 (as CosyVoice keeps its speech modules).
@@ -28,7 +28,7 @@ print("inputs_embeds:", embeds.dtype)
 with torch.no_grad():
     output = llm.model(inputs_embeds=embeds).last_hidden_state
 
-reference = Qwen2ForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).to(device)
+reference = Qwen2ForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float32).to(device)
 with torch.no_grad():
     expected = reference.model(inputs_embeds=embeds).last_hidden_state
     compare_to_reference("LLM hidden states", output, expected, dtype=torch.float32)

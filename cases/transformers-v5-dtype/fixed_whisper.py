@@ -26,7 +26,7 @@ print("input_features:", input_features.dtype, tuple(input_features.shape))
 with torch.no_grad():
     output = model.model.encoder(input_features.to(model.dtype)).last_hidden_state  # the fix
 
-reference = WhisperForConditionalGeneration.from_pretrained(checkpoint, dtype=torch.float32)
+reference = WhisperForConditionalGeneration.from_pretrained(checkpoint, torch_dtype=torch.float32)
 with torch.no_grad():
     expected = reference.to(device).model.encoder(input_features).last_hidden_state
     compare_to_reference("encoder output", output, expected, dtype=model.dtype)

@@ -15,13 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import (
-    Qwen2Config,
-    Qwen2ForCausalLM,
-    WhisperConfig,
-    WhisperFeatureExtractor,
-    WhisperForConditionalGeneration,
-)
+from transformers import WhisperConfig, WhisperFeatureExtractor, WhisperForConditionalGeneration
 
 from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp
 
@@ -33,8 +27,29 @@ FRAMES = SAMPLING_RATE // HOP  # one second of audio: 32 mel frames
 quiet_hf_logging()
 
 
+def save_in_dtype(model: torch.nn.Module, dtype: torch.dtype) -> Path:
+    """Cast ``model`` to ``dtype`` and save it; its config.json names ``dtype``, as the Hub's do.
+
+    Every transformers but one writes the cast dtype there itself. 5.0.0rc1's
+    ``PreTrainedModel.dtype`` returned the dtype the model was built in (cached at init; rc2
+    reads the parameters again), so its ``save_pretrained`` wrote "float32" for a model cast to
+    bfloat16: that one release gets the entry corrected here (the weights are untouched).
+    """
+    folder = save_pretrained_to_temp(model.to(dtype))
+    config_file = folder / "config.json"
+    config = json.loads(config_file.read_text())
+    key = "dtype" if "dtype" in config else "torch_dtype"  # 4.56 renamed the entry
+    wanted = str(dtype).removeprefix("torch.")
+    if config.get(key) != wanted:
+        config[key] = wanted
+        config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    return folder
+
+
 def save_qwen2_bf16() -> Path:
     """A tiny Qwen2 (float32 init, seeded), cast to bfloat16 and saved; return the folder."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM  # transformers >= 4.37 (Whisper: any)
+
     torch.manual_seed(0)
     config = Qwen2Config(
         vocab_size=32,
@@ -45,7 +60,7 @@ def save_qwen2_bf16() -> Path:
         num_key_value_heads=2,
         max_position_embeddings=64,
     )
-    return save_pretrained_to_temp(Qwen2ForCausalLM(config).to(torch.bfloat16))
+    return save_in_dtype(Qwen2ForCausalLM(config), torch.bfloat16)
 
 
 def speech_token_ids(device: torch.device) -> torch.Tensor:
@@ -74,7 +89,7 @@ def save_whisper_fp16() -> Path:
         eos_token_id=2,
         decoder_start_token_id=1,
     )
-    return save_pretrained_to_temp(WhisperForConditionalGeneration(config).to(torch.float16))
+    return save_in_dtype(WhisperForConditionalGeneration(config), torch.float16)
 
 
 def feature_extractor() -> WhisperFeatureExtractor:
