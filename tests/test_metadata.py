@@ -182,3 +182,22 @@ def test_an_absent_entry_inherits_the_symptom_it_checks(tmp_path):
     assert (old.expect, old.symptom, old.above) == ("absent", "logits error", 1.5)
     assert old.symptom_present(2.0) and not old.symptom_present(1.0)
     assert broken.expectation_for({"torch": "2.13.0"}, "cpu").expect == "symptom"
+
+
+def test_a_skip_gives_the_reason_of_the_requirement_that_failed(tmp_path):
+    """A variant's own reason must not stand in for the case's requirement it does not explain."""
+    from shared.harness.verdicts import Platform, skip_reason
+
+    toml = GOOD.replace(
+        "[[variant]]",
+        '[requires]\npackages = { transformers = ">=4.37" }\nreason = "SigLIP arrived in 4.37"\n\n'
+        "[[variant]]",
+        1,
+    ).replace("message = 'old text'\n", "message = 'old text'\n  [variant.requires]\n"
+              "  cuda = true\n  reason = \"the CUDA text\"\n", 1)  # fmt: skip
+    broken = load_case("demo", make_case(tmp_path, toml)).variants[0]
+    old = Platform({"torch": "2.13.0", "transformers": "4.36.2"}, ("GPU",))
+    assert skip_reason(broken.requires, old) == (
+        "needs transformers>=4.37, found 4.36.2 (SigLIP arrived in 4.37)")  # fmt: skip
+    no_gpu = Platform({"torch": "2.13.0", "transformers": "4.57.3"})
+    assert skip_reason(broken.requires, no_gpu) == "needs CUDA, no CUDA device here (the CUDA text)"

@@ -79,7 +79,12 @@ class Requirements:
     packages: dict[str, SpecifierSet] = field(default_factory=dict)
     # Floors that only hold on the CPU (e.g. CPU float16 kernels arrived later than CUDA ones).
     cpu_packages: dict[str, SpecifierSet] = field(default_factory=dict)
-    reason: str = ""
+    # Why each requirement is there, said with its skip: "cuda", "packages:<name>",
+    # "cpu_packages:<name>" -> the reason of the table (case or variant) that set it.
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    def reason_for(self, requirement: str) -> str:
+        return self.reasons.get(requirement, "")
 
 
 @dataclass(frozen=True)
@@ -416,16 +421,20 @@ def _parse_requirements(raw: dict, where: str) -> Requirements:
                 "in shared/harness/catalog.py, then the harness records and checks its version)"
             )
         tables[key] = {name: _specifier(spec, where) for name, spec in table.items()}
-    return Requirements(cuda=cuda or gpus > 0, gpus=gpus, reason=raw.get("reason", ""), **tables)
+    reason = raw.get("reason", "")
+    keys = [f"{key}:{name}" for key, table in tables.items() for name in table]
+    reasons = dict.fromkeys(keys + (["cuda"] if cuda or gpus else []), reason) if reason else {}
+    return Requirements(cuda=cuda or gpus > 0, gpus=gpus, reasons=reasons, **tables)
 
 
 def _merge_requirements(case: Requirements, variant: Requirements) -> Requirements:
+    """The variant's table over the case's; each requirement keeps the reason of its table."""
     return Requirements(
         cuda=case.cuda or variant.cuda,
         gpus=max(case.gpus, variant.gpus),
         packages={**case.packages, **variant.packages},
         cpu_packages={**case.cpu_packages, **variant.cpu_packages},
-        reason=variant.reason or case.reason,
+        reasons={**case.reasons, **variant.reasons},
     )
 
 

@@ -56,18 +56,23 @@ class Platform:
 
 def skip_reason(requires: Requirements, platform: Platform, device: str = "") -> str | None:
     """Why a variant cannot run here (on ``device``, default: the platform's), or None."""
-    why = f" ({requires.reason})" if requires.reason else ""
+
+    def why(requirement: str) -> str:
+        reason = requires.reason_for(requirement)
+        return f" ({reason})" if reason else ""
+
     if requires.gpus > 1 and platform.cuda_devices < requires.gpus:
-        return f"needs {requires.gpus} CUDA GPUs, found {platform.cuda_devices}{why}"
+        return f"needs {requires.gpus} CUDA GPUs, found {platform.cuda_devices}{why('cuda')}"
     if requires.cuda and not platform.cuda_devices:
-        return f"needs CUDA, no CUDA device here{why}"
-    unmet = unmet_version(requires.packages, platform.versions)
-    if unmet:
-        return f"{unmet}{why}"
+        return f"needs CUDA, no CUDA device here{why('cuda')}"
+    tables = [("packages", "")]
     if (device or platform.default_device) == "cpu":
-        unmet = unmet_version(requires.cpu_packages, platform.versions)
-        if unmet:
-            return f"{unmet} on the CPU{why}"
+        tables.append(("cpu_packages", " on the CPU"))
+    for table, where in tables:
+        for name, spec in getattr(requires, table).items():
+            unmet = unmet_version({name: spec}, platform.versions)
+            if unmet:
+                return f"{unmet}{where}{why(f'{table}:{name}')}"
     return None
 
 
