@@ -1,8 +1,8 @@
 """CogAgent chat over 2 torchrun ranks, BROKEN: launched without --fp16 / --bf16, as in #282."""
 
 import torch
+from cli_demo import main, reference_logits
 
-from cases.cogagent.cli_demo import main, reference_logits
 from shared.checks import compare_to_reference
 
 answer = main([])  # torchrun --nproc-per-node=2 cli_demo.py  (no precision flag)

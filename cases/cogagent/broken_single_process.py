@@ -1,8 +1,8 @@
 """CogAgent chat as ONE process (no torchrun), BROKEN the same way: no --fp16 / --bf16."""
 
 import torch
+from cli_demo import main, reference_logits
 
-from cases.cogagent.cli_demo import main, reference_logits
 from shared.checks import compare_to_reference
 
 answer = main([])  # python cli_demo.py  (no precision flag)

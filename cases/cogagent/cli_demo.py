@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
-
-from cases.cogagent.tiny_cogagent import (
+from tiny_cogagent import (
     TinyCogAgent,
     encode_query,
     example_image,
@@ -35,6 +34,7 @@ from cases.cogagent.tiny_cogagent import (
     save_tiny_checkpoint,
     tiny_config,
 )
+
 from shared.checks import pick_device, record_device
 from shared.distributed import rank_backend
 

@@ -1,8 +1,8 @@
 """CogAgent chat over 2 torchrun ranks, FIXED with --fp16 (the flag for GPUs without bf16)."""
 
 import torch
+from cli_demo import main, reference_logits
 
-from cases.cogagent.cli_demo import main, reference_logits
 from shared.checks import compare_to_reference
 
 answer = main(["--fp16"])  # torchrun --nproc-per-node=2 cli_demo.py --fp16

@@ -1,8 +1,8 @@
 """CogAgent chat over 2 torchrun ranks, FIXED with --bf16 (as every upstream README command)."""
 
 import torch
+from cli_demo import main, reference_logits
 
-from cases.cogagent.cli_demo import main, reference_logits
 from shared.checks import compare_to_reference
 
 answer = main(["--bf16"])  # torchrun --nproc-per-node=2 cli_demo.py --bf16

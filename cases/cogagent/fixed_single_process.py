@@ -1,8 +1,8 @@
 """CogAgent chat as ONE process (no torchrun), FIXED with --fp16."""
 
 import torch
+from cli_demo import main, reference_logits
 
-from cases.cogagent.cli_demo import main, reference_logits
 from shared.checks import compare_to_reference
 
 answer = main(["--fp16"])  # python cli_demo.py --fp16

@@ -4,8 +4,7 @@ import math
 import sys
 
 import torch
-
-from cases.omnilmm.tiny_omnilmm import (
+from tiny_omnilmm import (
     add_lora,
     changed_parameters,
     example_batch,
@@ -14,6 +13,7 @@ from cases.omnilmm.tiny_omnilmm import (
     save_tiny_checkpoint,
     snapshot,
 )
+
 from shared.checks import check_that, compare_to_reference, pick_device
 
 if not torch.cuda.is_available():  # a CUDA input meeting CPU weights: needs a GPU

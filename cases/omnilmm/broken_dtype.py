@@ -1,13 +1,13 @@
 """The same blind spot with a dtype cast, BROKEN: model.to(dtype=float16) misses the tower."""
 
 import torch
-
-from cases.omnilmm.tiny_omnilmm import (
+from tiny_omnilmm import (
     add_lora,
     example_batch,
     load_tiny_omnilmm,
     save_tiny_checkpoint,
 )
+
 from shared.checks import compare_to_reference, pick_device
 
 device = pick_device()

@@ -1,13 +1,13 @@
 """Placement check (CPU stand-in for the CUDA error), BROKEN: the list-held tower stays behind."""
 
 import torch
-
-from cases.omnilmm.tiny_omnilmm import (
+from tiny_omnilmm import (
     add_lora,
     assert_placement,
     load_tiny_omnilmm,
     save_tiny_checkpoint,
 )
+
 from shared.checks import pick_device
 
 device = pick_device()

@@ -3,8 +3,7 @@
 import math
 
 import torch
-
-from cases.omnilmm.tiny_omnilmm import (
+from tiny_omnilmm import (
     add_lora,
     assert_placement,
     changed_parameters,
@@ -14,6 +13,7 @@ from cases.omnilmm.tiny_omnilmm import (
     save_tiny_checkpoint,
     snapshot,
 )
+
 from shared.checks import check_that, compare_to_reference, pick_device
 
 device = pick_device()
