@@ -222,7 +222,8 @@ class _Bisector:
             compile_args = [self.uv, "pip", "compile", "-", "-o", str(pins), "-q",
                             "--python", sys.executable, *self.base.install_args]  # fmt: skip
             if self.base.as_of:  # the bisected package may be newer than the stack's date
-                compile_args += ["--exclude-newer-package", f"{self.package}=9999-12-31"]
+                today = datetime.date.today().isoformat()
+                compile_args += ["--exclude-newer-package", f"{self.package}={today}"]
             resolved = subprocess.run(compile_args, input="\n".join(requirements),
                                       capture_output=True, text=True)  # fmt: skip
             if resolved.returncode != 0:
