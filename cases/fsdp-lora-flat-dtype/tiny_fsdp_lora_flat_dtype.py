@@ -78,7 +78,8 @@ def decoder_layer_policy():
     """accelerate's TRANSFORMER_BASED_WRAP: one FSDP unit per decoder layer (LoRA included)."""
     from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
-    return functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})
+    layers = {LlamaDecoderLayer}
+    return functools.partial(transformer_auto_wrap_policy, transformer_layer_cls=layers)
 
 
 def bf16_mixed_precision():
