@@ -50,8 +50,8 @@ def save_tiny_gemma3() -> Path:
     # token, so every token's peak lands past float16's 65504 from a weight of ~3.5e4 on:
     # 4e4 puts the smallest peak at ~1.1x float16's max, 1.5e5 the typical peak (2.5) at ~5.7x.
     # Upstream quantifies the activations, not the weights: past 65504 (#36822, vLLM #17364,
-    # unsloth's Gemma 3 notes) and brought back in range by scaling them down ~5x (3/16, the
-    # factor of a 2026 fp16-scaling test of gemma-3-4b) or by sqrt(hidden_size) (PR #37226).
+    # unsloth's Gemma 3 notes), from post-norm weights PR #37226 calls "huge" (shown in a plot).
+    # How far past is not given: the range spans from just past the limit to several times it.
     weight = knob("post_feedforward_layernorm weight", 6e4, (4e4, 1.5e5))
     with torch.no_grad():
         model.model.layers[0].post_feedforward_layernorm.weight.fill_(weight)
