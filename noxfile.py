@@ -8,6 +8,7 @@
 - `matrix`: every case against several library sets (pinned, latest, upstream eras, the dated
   sweep `as-of-DATE`, or a set named on the command line: `-- torch==X ...` or
   `-- --as-of 2024-06-30`); stores its reports in reports/matrix/sets/ (not run by default).
+  A named set given case names (`nox -s "matrix(as-of-2024-07-15)" -- minicpm`) runs only those.
 - `bisect`: the first release of a library where a variant's verdict changes (not by default).
 - `explain`: which documented case an error message, a traceback or a symptom is.
 - `benchmark`: time the gallery against a bare import of its libraries (not run by default).
@@ -18,6 +19,7 @@ current environment must already hold the packages (offline GPU boxes, container
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 from pathlib import Path
@@ -103,6 +105,11 @@ def matrix(session: nox.Session, library_set: str) -> None:
         if library_set == CUSTOM and not session.posargs:
             session.skip(str(exc))
         session.error(str(exc))
+    if library_set != CUSTOM and session.posargs:  # some of the set's cases only
+        unknown = sorted(set(session.posargs) - set(chosen.cases))
+        if unknown:
+            session.error(f"{library_set} does not run {unknown}; it runs {list(chosen.cases)}")
+        chosen = dataclasses.replace(chosen, cases=tuple(session.posargs))
     install_set(session, chosen)
     report_dir = ROOT / ".gallery" / "matrix" / chosen.name
     shutil.rmtree(report_dir, ignore_errors=True)

@@ -86,11 +86,14 @@ def test_each_set_is_a_column_with_the_message_seen(tmp_path, capsys):
         "sets/new/demo.json", "sets/old/demo.json"]  # fmt: skip
 
 
-def test_a_set_collected_again_replaces_its_reports_whole(tmp_path):
+def test_a_set_collected_again_replaces_the_reports_of_the_cases_it_ran(tmp_path):
     runs, matrix_dir = tmp_path / "runs", tmp_path / "matrix"
     assert collect(matrix_dir, "s", write_report(runs / "a", "REPRODUCED", "5.23.0")) == 0
     assert collect(matrix_dir, "s", write_report(runs / "b", "REPRODUCED", "5.23.0", case="x")) == 0
-    assert [p.name for p in (matrix_dir / "sets" / "s").iterdir()] == ["x.json"]
+    assert collect(matrix_dir, "s", write_report(runs / "c", "UNAFFECTED", "5.23.0", case="x")) == 0
+    stored = {p.name: CaseReport.read(p) for p in (matrix_dir / "sets" / "s").iterdir()}
+    assert sorted(stored) == ["demo.json", "x.json"]
+    assert stored["x.json"].verdict("broken").kind == "UNAFFECTED"  # the latest run of x
 
 
 def test_a_change_fails_the_set_and_is_named(tmp_path, capsys):

@@ -12,8 +12,8 @@ the Markdown table (``python -m shared.harness matrix table``), the timelines an
 
     python -m shared.harness matrix collect SET REPORT_DIR
 
-stores that set's reports (replacing the set's earlier ones), prints the table and names every
-verdict that is not the documented one.
+stores that set's reports (each replacing the same case's earlier report on that set), prints
+the table and names every verdict that is not the documented one.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,8 +289,7 @@ def collect_command(args: argparse.Namespace) -> int:
               f"{args.report_dir}: the run did not finish", file=sys.stderr)  # fmt: skip
         return 2
     folder = args.matrix_dir / SETS / args.library_set
-    shutil.rmtree(folder, ignore_errors=True)  # a set's store is its latest run, whole
-    for report in reports:
+    for report in reports:  # a set holds each case's latest run on it
         report.write(folder)
     print(table_text(args.matrix_dir))
     changed = [row for row in rows_of(args.library_set, reports) if row.verdict in ANOMALIES]
