@@ -180,6 +180,7 @@ def test_a_bisection_gives_a_flip_its_first_release(tmp_path):
     assert (
         "UNAFFECTED from peft 0.13.2 [first release: 0.12.0, after 0.11.1; bisected over pinned]"
     ) in table_text(matrix_dir)
+    bisection("0.12.0", "0.11.1").write(matrix_dir / "bisections").unlink()
     bisection("0.14.0", "0.13.2").write(matrix_dir / "bisections")  # outside the cut: not it
     assert "[not bisected]" in table_text(matrix_dir)
 
