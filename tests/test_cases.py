@@ -13,8 +13,10 @@ import ast
 import difflib
 import json
 import os
+import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import ROOT, read_report, run_gallery
@@ -125,6 +127,32 @@ def test_no_case_imports_the_harness():
             ):
                 offenders.append(str(path.relative_to(ROOT)))
     assert not offenders, f"cases must not import the harness: {offenders}"
+
+
+def _by_hand(script) -> tuple[str, str]:
+    """Run a variant as a learner does, from the repository root, nothing installed; return the
+    verdict of its last line and the line."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GALLERY_HARNESS")}
+    run = subprocess.run([sys.executable, str(script.relative_to(ROOT))], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    lines = [line for line in (run.stdout + run.stderr).splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    found = re.match(r"gallery verdict: ([A-Z-]+)", last)
+    return (found.group(1) if found else ""), last
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=ids)
+def test_a_variant_run_by_hand_ends_with_the_verdict_the_harness_gives(case, case_runs):
+    """`python cases/<case>/<variant>.py` works without installing the project and ends with one
+    line saying what the harness says (two at a time: each is a fresh interpreter)."""
+    _, report, _ = case_runs(case.name)
+    ran = [v for v in case.variants if report[v.name]["kind"] != SKIPPED]
+    if not ran:
+        pytest.skip(f"{case.name}: every variant is skipped here")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        by_hand = list(pool.map(lambda variant: _by_hand(variant.script), ran))
+    for variant, (kind, last) in zip(ran, by_hand, strict=True):
+        assert kind == report[variant.name]["kind"], f"{variant.name}: {last!r}"
 
 
 CUDA_ONLY = [
