@@ -110,8 +110,9 @@ def flips(rows: list[Row], bisections: list[Bisection] = ()) -> list[dict]:
     ordered by that library's version and cut where the verdict changes; each cut must fall
     between two different versions, or that library does not explain the change. A boundary is
     the library's alone when the two sets on either side of every cut differ in no other
-    library; otherwise the others that changed there too are named. A cut that a bisection
-    of the same case, variant and library located carries its first release.
+    library; otherwise the others that changed there too are named, and of such splits the one
+    a bisection located (else the one with the fewest cuts) is shown. A cut that a bisection of
+    the same case, variant and library located carries its first release.
     """
     found = []
     for key in dict.fromkeys((row.case, row.variant) for row in rows):
@@ -119,13 +120,22 @@ def flips(rows: list[Row], bisections: list[Bisection] = ()) -> list[dict]:
         if len({r.verdict for r in measured}) < 2:
             continue
         splits = [_split_by(measured, package) for package in VERSIONED_PACKAGES]
-        splits = [split for split in splits if split]
-        isolated = [split for split in splits if not split["also_changed"]]
-        for split in isolated or splits[:1]:
-            flip = {"case": key[0], "variant": key[1], **split}
+        candidates = [{"case": key[0], "variant": key[1], **split} for split in splits if split]
+        for flip in candidates:
             _attach_bisections(flip, bisections)
-            found.append(flip)
+        isolated = [flip for flip in candidates if not flip["also_changed"]]
+        if isolated:
+            found += isolated
+        elif candidates:  # every library changed at some cut: the likeliest explanation
+            found.append(min(candidates, key=_explains_less))
     return found
+
+
+def _explains_less(flip: dict) -> tuple[int, int]:
+    """Rank of a non-isolated split: one whose cuts a bisection located first, then the one
+    that needs the fewest cuts (the library order breaks ties)."""
+    cuts = flip["segments"][1:]
+    return (-sum("bisected" in cut for cut in cuts), len(cuts))
 
 
 def _attach_bisections(flip: dict, bisections: list[Bisection]) -> None:
