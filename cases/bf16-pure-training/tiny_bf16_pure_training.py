@@ -1,0 +1,92 @@
+"""A tiny real Llama (LlamaForCausalLM, 1 layer, hidden 32), a fixed batch and a training loop.
+
+What decides whether AdamW's update survives bfloat16 is the ratio update / weight: Adam's
+step is about ``lr`` per element, and bfloat16 keeps 8 significant bits, so an update smaller
+than half a unit in the last place (between 2**-9 and 2**-8 of ``|w|``) rounds back to the old
+weight. Both sides of that ratio are knobs over their realistic ranges:
+
+- ``learning_rate``: full-parameter fine-tuning of an LLM with AdamW (SFT recipes use
+  5e-6 .. 3e-5; 1e-5 is the common default);
+- ``weight_scale``: the std of the projection weights (``initializer_range``): 0.02 is the init
+  every LLM config ships and about what trained 7B checkpoints hold; up to 0.05 for smaller,
+  longer-trained models.
+
+Random seeded float32 weights, saved with ``save_pretrained``; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from shared.tiny_models import knob, quiet_hf_logging, save_pretrained_to_temp, tiny_seed
+
+STEPS = 20  # optimizer steps on one batch
+VOCAB = 128
+
+quiet_hf_logging()
+
+
+def learning_rate() -> float:
+    return knob("learning_rate", 1e-5, (5e-6, 3e-5))
+
+
+def save_tiny_llama() -> Path:
+    """Save the tiny Llama in float32 (as checkpoints are trained from) and return its folder."""
+    tiny_seed(0)
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=64,
+        initializer_range=knob("weight_scale", 0.02, (0.02, 0.05)),
+    )
+    return save_pretrained_to_temp(LlamaForCausalLM(config))
+
+
+def batch(device: torch.device) -> torch.Tensor:
+    """Two sequences of 16 seeded token ids: the inputs, and (shifted inside) the labels."""
+    generator = torch.Generator().manual_seed(1)
+    return torch.randint(0, VOCAB, (2, 16), generator=generator).to(device)
+
+
+def train(model, optimizer, autocast: torch.dtype | None = None) -> float:
+    """STEPS steps of causal-LM training on one batch; the last loss."""
+    input_ids = batch(model.device)
+    for _ in range(STEPS):
+        with torch.autocast(model.device.type, dtype=autocast, enabled=autocast is not None):
+            loss = model(input_ids=input_ids, labels=input_ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    print(f"[train] {STEPS} steps, last loss {loss.item():.4f}")
+    return loss.item()
+
+
+def snapshot(model) -> dict[str, torch.Tensor]:
+    """Every element of the decoder layer's projection weights (q, k, v, o, gate, up, down),
+    one entry each (``name[i]``), as float32 copies: the weights every step updates."""
+    return {
+        f"{name}[{i}]": value
+        for name, weight in model.named_parameters()
+        if ".layers." in name and weight.dim() == 2
+        for i, value in enumerate(weight.detach().float().flatten().clone().unbind())
+    }
+
+
+def update_error(checkpoint: Path, lr: float, before: dict, after: dict) -> float:
+    """Relative error of the updates training made (``after - before``) against the same
+    training run in float32 throughout: ||delta - delta_float32|| / ||delta_float32||."""
+    reference = LlamaForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float32)
+    reference.to(next(iter(before.values())).device)
+    start = snapshot(reference)
+    train(reference, torch.optim.AdamW(reference.parameters(), lr=lr))
+    end = snapshot(reference)
+    delta = torch.stack([after[name] - before[name] for name in before])
+    expected = torch.stack([end[name] - start[name] for name in start])
+    return ((delta - expected).norm() / expected.norm()).item()
