@@ -21,7 +21,7 @@ from shared.hazards import HAZARDS
 METADATA_FILE = "case.toml"
 
 # Packages whose versions an expectation or a requirement may depend on.
-VERSIONED_PACKAGES = ("torch", "transformers", "diffusers", "peft", "accelerate")
+VERSIONED_PACKAGES = ("torch", "transformers", "diffusers", "peft", "accelerate", "bitsandbytes")
 # error: raises the documented exception; symptom: runs clean, a measured figure is out of
 # range; warning: runs clean, the library issues the documented warning; pass: a fix, clean
 # and checked; absent: a broken variant on versions where the failure does not happen.
