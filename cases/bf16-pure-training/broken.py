@@ -1,8 +1,14 @@
 """Pure bfloat16 fine-tuning: AdamW steps bfloat16 weights, and most updates round away."""
 
 import torch
-from tiny_bf16_pure_training import STEPS, learning_rate, save_tiny_llama, snapshot, train
-from tiny_bf16_pure_training import update_error
+from tiny_bf16_pure_training import (
+    STEPS,
+    learning_rate,
+    save_tiny_llama,
+    snapshot,
+    train,
+    update_error,
+)
 from transformers import LlamaForCausalLM
 
 from shared.checks import measure_changed, pick_device

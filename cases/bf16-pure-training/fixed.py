@@ -1,8 +1,14 @@
 """Float32 master weights, bfloat16 compute under autocast: every update lands, as in float32."""
 
 import torch
-from tiny_bf16_pure_training import STEPS, learning_rate, save_tiny_llama, snapshot, train
-from tiny_bf16_pure_training import update_error
+from tiny_bf16_pure_training import (
+    STEPS,
+    learning_rate,
+    save_tiny_llama,
+    snapshot,
+    train,
+    update_error,
+)
 from transformers import LlamaForCausalLM
 
 from shared.checks import check_that, measure_changed, pick_device

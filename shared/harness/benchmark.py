@@ -33,7 +33,7 @@ from shared.harness.library_sets import dated_set, sweep_dates
 from shared.harness.matrix import stored_bisections
 from shared.harness.paths import REPO_ROOT, RUNS_DIR
 from shared.harness.report import SKIPPED, CaseReport
-from shared.harness.runner import library_imports
+from shared.harness.runner import NOT_PRELOADED, library_imports
 
 NOX = [sys.executable, "-m", "nox"]
 RUN_LIMIT_RATIO = 1.3  # a warm run within 1.3x its limit
@@ -53,6 +53,8 @@ def floor_code(names: list[str] | None = None) -> str:
         ]
     lines = ["import importlib"]
     for module, attributes in dict.fromkeys(wanted):
+        if module.split(".")[0] in NOT_PRELOADED:
+            continue  # the harness does not preload it either
         lines.append(f"try:\n    m = importlib.import_module({module!r})")
         lines += [f"    getattr(m, {a!r}, None)" for a in attributes]
         lines.append("except Exception:\n    pass")

@@ -36,6 +36,10 @@ START_METHOD_VARIABLE = "GALLERY_START"
 POLL_SECONDS = 0.02
 TERMINATE_GRACE_SECONDS = 3.0  # after SIGTERM, before SIGKILL (nox waits likewise)
 EXECUTOR = "shared.harness.executor"  # the module a spawned child runs
+# Libraries whose import initialises CUDA (bitsandbytes asks for the device's capability): in
+# the parent that would leave every forked child unable to use the GPU. Each variant imports
+# them itself.
+NOT_PRELOADED = ("bitsandbytes",)
 
 
 @dataclass
@@ -82,6 +86,8 @@ def preload(case_folders: Iterable[Path]) -> None:
     for folder in case_folders:
         wanted += library_imports(folder)
     for module_name, attributes in wanted:
+        if module_name.split(".")[0] in NOT_PRELOADED:
+            continue
         try:
             module = importlib.import_module(module_name)
             for attribute in attributes:
