@@ -153,7 +153,7 @@ def example_prompt(dtype: torch.dtype, device: torch.device) -> dict[str, torch.
     """What the two text encoders would return for one prompt, and the initial noise (seeded).
 
     The noise is drawn in float32 and cast, so that every dtype starts from the same noise:
-    drawn in float16, it is other numbers on the CPU with torch 2.1 to 2.4 (measured).
+    drawn in float16, it is other numbers on the CPU with torch 2.1 to 2.11 (measured).
     """
     generator = torch.Generator().manual_seed(1)
     embeds = torch.randn(1, TEXT_TOKENS, TEXT_DIM, generator=generator)
