@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp
+from shared.tiny_models import knob, quiet_hf_logging, save_pretrained_to_temp, tiny_seed
 
 quiet_hf_logging()
 
@@ -35,7 +35,9 @@ DEVICE_MAP = {
 
 def save_tiny_checkpoint() -> Path:
     """Build the tiny Llama (float32, seeded), save it; return the folder."""
-    torch.manual_seed(0)
+    tiny_seed(0)
+    # RoPE base: Llama 2 uses 1e4, Llama 3 5e5; it sets the rotary inv_freq a cast rounds.
+    rope_theta = knob("rope_theta", 1e4, (1e4, 5e5))
     config = LlamaConfig(
         vocab_size=VOCAB,
         hidden_size=32,
@@ -44,6 +46,7 @@ def save_tiny_checkpoint() -> Path:
         num_attention_heads=4,
         num_key_value_heads=4,
         max_position_embeddings=64,
+        rope_theta=rope_theta,
     )
     return save_pretrained_to_temp(LlamaForCausalLM(config))
 
@@ -53,6 +56,11 @@ def offload_folder() -> str:
     folder = tempfile.mkdtemp(prefix="gallery-offload-")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return folder
+
+
+def rotary_inv_freq(model) -> torch.Tensor:
+    """The rotary embedding's inv_freq buffer (where it lives differs across transformers)."""
+    return next(buffer for name, buffer in model.named_buffers() if name.endswith(".inv_freq"))
 
 
 def example_input_ids() -> torch.Tensor:

@@ -2,7 +2,7 @@
 
 import torch
 from diffusers import AutoencoderKL, StableDiffusionXLPipeline
-from tiny_sdxl_vae_fp16 import generate, save_fp16_fix_vae, save_tiny_sdxl
+from tiny_sdxl_vae_fp16 import generate, reference_pixels, save_fp16_fix_vae, save_tiny_sdxl
 
 from shared.checks import compare_to_reference, pick_device
 
@@ -19,5 +19,5 @@ print("PIL image, (min, max) per channel:", image.getextrema())
 
 pixels = generate(pipe, "pt")  # the same seeded run, as a tensor
 print("pixels:", pixels.dtype)
-reference = StableDiffusionXLPipeline.from_pretrained(checkpoint, torch_dtype=torch.float32)
-compare_to_reference("image", pixels, generate(reference.to(device), "pt"), dtype=torch.float16)
+expected = reference_pixels(checkpoint, generate(pipe, "latent"))  # float32 decode, same latents
+compare_to_reference("image", pixels, expected, dtype=torch.float16)

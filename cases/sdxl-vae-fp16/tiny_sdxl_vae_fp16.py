@@ -3,9 +3,10 @@
 The trait behind the black image is the SDXL VAE's: its decoder carries huge activations (far
 beyond float16's 65504) that its GroupNorms renormalise, so float32 output is fine while
 float16 overflows to inf, and inf - inf in the next GroupNorm is NaN. Emulated here exactly:
-the decoder of a tiny random VAE is rescaled so that every activation of its last up block is
-``ACTIVATION_SCALE`` times larger, while the decoded image is unchanged (to 2e-7).
-``save_fp16_fix_vae()`` saves the same VAE without that scale: the idea of the community
+the decoder of a tiny random VAE is rescaled so that the activations of its last up block reach
+the knob ``decoder_peak_activation`` (2e5; realistic 1e5 .. 1e6) on a probe latent, while the
+decoded image is unchanged (to 1e-6). ``save_fp16_fix_vae()`` saves the same VAE without that
+scale: the idea of the community
 ``sdxl-vae-fp16-fix`` (weights scaled down, output kept). Text encoders are left out (None):
 prompt embeddings are passed in directly. Random seeded weights; nothing is downloaded.
 """
@@ -21,11 +22,11 @@ from diffusers import (
     StableDiffusionXLPipeline,
     UNet2DConditionModel,
 )
+from diffusers.image_processor import VaeImageProcessor
 from diffusers.utils import logging as diffusers_logging
 
-from shared.tiny_models import save_pretrained_to_temp
+from shared.tiny_models import knob, save_pretrained_to_temp, tiny_seed
 
-ACTIVATION_SCALE = 3e4  # last up block: activations up to ~2e5 in float32, float16 max 65504
 IMAGE_SIZE = 16  # pixels; the VAE halves it: 8 x 8 latents
 TEXT_DIM, POOLED_DIM, TEXT_TOKENS = 8, 8, 4  # the two text encoders' outputs, stand-ins
 
@@ -33,8 +34,19 @@ diffusers_logging.set_verbosity_error()
 diffusers_logging.disable_progress_bar()
 
 
+def _peak_activation() -> float:
+    """The largest |activation| the decoder's last up block reaches in float32 (the knob).
+
+    Realistic range: SDXL's own VAE decoder goes past float16's 65504 on ordinary images
+    (#4325: every image black in float16), in its mid and up blocks; one account logged 3.1e5
+    inside an up block's resnet on a failing seed (dev.to, "The SDXL VAE overflow that decoded
+    black images in fp16"). 1e5 .. 1e6: from 1.5x to 15x float16's maximum.
+    """
+    return knob("decoder_peak_activation", 2e5, (1e5, 1e6))
+
+
 def _unet() -> UNet2DConditionModel:
-    torch.manual_seed(0)
+    tiny_seed(0)
     time_embed_dim = 4  # SDXL's "text_time" added conditioning: pooled text + 6 size numbers
     return UNet2DConditionModel(
         sample_size=IMAGE_SIZE // 2,
@@ -51,8 +63,9 @@ def _unet() -> UNet2DConditionModel:
     )
 
 
-def _vae(activation_scale: float) -> AutoencoderKL:
-    torch.manual_seed(1)
+def _vae(peak_activation: float | None) -> AutoencoderKL:
+    """The tiny VAE; with ``peak_activation``, its last up block rescaled to reach it."""
+    tiny_seed(1)
     vae = AutoencoderKL(
         block_out_channels=(8, 16),
         down_block_types=("DownEncoderBlock2D",) * 2,
@@ -64,8 +77,32 @@ def _vae(activation_scale: float) -> AutoencoderKL:
         scaling_factor=0.13025,  # SDXL's
         force_upcast=False,  # the config claims: safe to decode in float16
     )
-    _scale_decoder_activations(vae.decoder, activation_scale)
+    if peak_activation is not None:
+        unscaled = _last_up_block_peak(vae.decoder, _probe_latents() / vae.config.scaling_factor)
+        _scale_decoder_activations(vae.decoder, peak_activation / unscaled)
     return vae
+
+
+def _probe_latents() -> torch.Tensor:
+    """Latents of the size the pipeline decodes, unit variance like SDXL's (seeded)."""
+    generator = torch.Generator().manual_seed(3)
+    return torch.randn(1, 4, IMAGE_SIZE // 2, IMAGE_SIZE // 2, generator=generator)
+
+
+@torch.no_grad()
+def _last_up_block_peak(decoder, sample: torch.Tensor) -> float:
+    """The largest |output| of any module of the decoder's last up block, in float32."""
+    peaks = []
+    hooks = [
+        module.register_forward_hook(lambda _m, _i, out: peaks.append(out.abs().max().item()))
+        for module in decoder.up_blocks[-1].modules()
+    ]
+    try:
+        decoder(sample)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return max(peaks)
 
 
 @torch.no_grad()
@@ -89,7 +126,7 @@ def _scale_decoder_activations(decoder, scale: float) -> None:
 def save_tiny_sdxl() -> Path:
     """Save the tiny SDXL pipeline (float32, text encoders None) and return its folder."""
     pipe = StableDiffusionXLPipeline(
-        vae=_vae(ACTIVATION_SCALE),
+        vae=_vae(_peak_activation()),
         text_encoder=None,
         text_encoder_2=None,
         tokenizer=None,
@@ -108,18 +145,24 @@ def save_tiny_sdxl() -> Path:
 
 
 def save_fp16_fix_vae() -> Path:
-    """The same VAE with its decoder activations scaled back down (no ACTIVATION_SCALE)."""
-    return save_pretrained_to_temp(_vae(1.0))
+    """The same VAE with its decoder activations not scaled up: the same image, small values."""
+    return save_pretrained_to_temp(_vae(None))
 
 
 def example_prompt(dtype: torch.dtype, device: torch.device) -> dict[str, torch.Tensor]:
-    """What the two text encoders would return for one prompt (random, seeded)."""
+    """What the two text encoders would return for one prompt, and the initial noise (seeded).
+
+    The noise is drawn in float32 and cast, so that every dtype starts from the same noise:
+    drawn in float16, it is other numbers on the CPU with torch 2.1 to 2.11 (measured).
+    """
     generator = torch.Generator().manual_seed(1)
     embeds = torch.randn(1, TEXT_TOKENS, TEXT_DIM, generator=generator)
     pooled = torch.randn(1, POOLED_DIM, generator=generator)
+    noise = torch.randn(1, 4, IMAGE_SIZE // 2, IMAGE_SIZE // 2, generator=generator)
     return {
         "prompt_embeds": embeds.to(device, dtype),
         "pooled_prompt_embeds": pooled.to(device, dtype),
+        "latents": noise.to(device, dtype),
     }
 
 
@@ -135,3 +178,17 @@ def generate(pipe: StableDiffusionXLPipeline, output_type: str):
         generator=torch.Generator().manual_seed(2),
         output_type=output_type,
     ).images
+
+
+@torch.no_grad()
+def reference_pixels(checkpoint: Path, latents: torch.Tensor) -> torch.Tensor:
+    """The float32 reference of a decode: the checkpoint's VAE in float32 on these latents.
+
+    What every fix controls is the decode; the latents (from the float16 UNet) are the same
+    for the fix and its reference, so the comparison measures the decode alone.
+    """
+    vae = AutoencoderKL.from_pretrained(checkpoint, subfolder="vae", torch_dtype=torch.float32)
+    vae = vae.to(latents.device)
+    decoded = vae.decode(latents.float() / vae.config.scaling_factor, return_dict=False)[0]
+    processor = VaeImageProcessor(vae_scale_factor=2 ** (len(vae.config.block_out_channels) - 1))
+    return processor.postprocess(decoded, output_type="pt")
