@@ -135,8 +135,11 @@ def _by_hand(script) -> tuple[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GALLERY_HARNESS")}
     run = subprocess.run([sys.executable, str(script.relative_to(ROOT))], cwd=ROOT,
                          capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
-    lines = [line for line in (run.stdout + run.stderr).splitlines() if line.strip()]
-    last = lines[-1] if lines else ""
+    # The line ends stdout (a clean run) or stderr (after the traceback), whatever the other
+    # stream printed (library warnings, exit messages).
+    ends = [next((line for line in reversed(out.splitlines()) if line.strip()), "")
+            for out in (run.stdout, run.stderr)]  # fmt: skip
+    last = next((line for line in ends if line.startswith("gallery verdict:")), " | ".join(ends))
     found = re.match(r"gallery verdict: ([A-Z-]+)", last)
     return (found.group(1) if found else ""), last
 

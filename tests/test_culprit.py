@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 
 import pytest
 import torch
+from conftest import ROOT
 from torch import nn
 
-from cases.minicpm.tiny_minicpmv import TinyMiniCPMV, example_batch, save_tiny_checkpoint
 from shared.culprit import DtypeDeviceMismatch, MismatchGuard, as_record, audit, format_audit
+
+# The case's tiny model, imported as its scripts import it: by plain name from its folder.
+sys.path.insert(0, str(ROOT / "cases" / "minicpm"))
+from tiny_minicpmv import TinyMiniCPMV, example_batch, save_tiny_checkpoint  # noqa: E402
 
 TORCH_ERROR = "mat1 and mat2 must have the same dtype"
 

@@ -2,12 +2,13 @@
 
 cases/README.md is the one page a contributor reads; these tests keep it true: every key the
 catalog accepts is listed there, the template copied under a new name runs green on its own,
-every package a case requires is one the harness records, no
+no case imports another's code, every package a case requires is one the harness records, no
 CPU-runnable variant is skipped on the pinned set, and README.md's table is generated.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import re
 import shutil
@@ -50,6 +51,34 @@ def test_the_template_copied_under_a_new_name_runs_green_on_its_own(tmp_path):
     assert {name: v["kind"] for name, v in report.items()} == {
         "broken": "REPRODUCED", "fixed": "PASSED"}  # fmt: skip
     assert "my-new-case" not in case_names()  # the template itself is never a case
+
+
+def _imports(path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+    return names
+
+
+@pytest.mark.parametrize("folder", [case.folder for case in CASES] + [TEMPLATE],
+                         ids=lambda folder: folder.name)  # fmt: skip
+def test_a_case_imports_its_own_modules_by_plain_name_and_no_other_cases(folder):
+    own = {path.stem for path in folder.glob("*.py")}
+    others = {
+        path.stem
+        for path in (ROOT / "cases").glob("*/*.py")
+        if path.parent != folder and path.stem not in own
+    } - {"broken", "fixed"}
+    for path in sorted(folder.glob("*.py")):
+        for name in _imports(path):
+            top = name.split(".")[0]
+            assert top != "cases", f"{path.name}: import sibling modules by name, not {name}"
+            assert top not in others or top in own, f"{path.name} imports another case's {name}"
+            assert not name.startswith("shared.harness"), f"{path.name} imports the harness"
+    assert not (folder / "__init__.py").exists(), "a case folder is not a package"
 
 
 def test_a_misspelt_package_in_requires_is_refused_saying_what_to_extend(tmp_path):

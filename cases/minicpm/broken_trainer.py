@@ -3,14 +3,14 @@
 import tempfile
 
 import torch
-from transformers import Trainer, TrainingArguments
-
-from cases.minicpm.tiny_minicpmv import (
+from tiny_minicpmv import (
     TinyMiniCPMV,
     example_batch,
     labels_with_image_positions,
     save_tiny_checkpoint,
 )
+from transformers import Trainer, TrainingArguments
+
 from shared.checks import check_that, compare_to_reference, pick_device
 
 device = pick_device()

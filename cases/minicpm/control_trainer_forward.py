@@ -3,9 +3,9 @@
 import tempfile
 
 import torch
+from tiny_minicpmv import TinyMiniCPMV, example_batch, save_tiny_checkpoint
 from transformers import Trainer, TrainingArguments
 
-from cases.minicpm.tiny_minicpmv import TinyMiniCPMV, example_batch, save_tiny_checkpoint
 from shared.checks import check_that, compare_to_reference, pick_device
 
 device = pick_device()

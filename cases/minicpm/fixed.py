@@ -1,8 +1,8 @@
 """MiniCPM-V-2 bf16 fine-tuning, FIXED: the whole model cast with model.to(dtype=torch.bfloat16)."""
 
 import torch
+from tiny_minicpmv import TinyMiniCPMV, example_batch, save_tiny_checkpoint
 
-from cases.minicpm.tiny_minicpmv import TinyMiniCPMV, example_batch, save_tiny_checkpoint
 from shared.checks import compare_to_reference, pick_device
 
 device = pick_device()

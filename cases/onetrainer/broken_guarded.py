@@ -2,8 +2,7 @@
 
 import torch
 import torch.nn.functional as F
-
-from cases.onetrainer.tiny_inpainting import (
+from tiny_inpainting import (
     check_model_inputs,
     generate_image_like,
     load_images,
@@ -13,6 +12,7 @@ from cases.onetrainer.tiny_inpainting import (
     training_batch,
     training_scheduler,
 )
+
 from shared.checks import check_that, compare_to_reference, pick_device
 
 device = pick_device()

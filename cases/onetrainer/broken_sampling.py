@@ -1,9 +1,7 @@
 """OneTrainer float16 inpainting sampling, BROKEN: the erode kernel and the masks are float32."""
 
 import torch
-from torch import nn
-
-from cases.onetrainer.tiny_inpainting import (
+from tiny_inpainting import (
     encode,
     inpainting_mask_image,
     load_images,
@@ -14,6 +12,8 @@ from cases.onetrainer.tiny_inpainting import (
     scale_to_latent,
     to_tensor_like_torchvision,
 )
+from torch import nn
+
 from shared.checks import check_that, compare_to_reference, pick_device
 
 device = pick_device()

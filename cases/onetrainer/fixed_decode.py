@@ -1,8 +1,7 @@
 """OneTrainer float16 inpainting training, debug images, FIXED: alphas_cumprod in the VAE dtype."""
 
 import torch
-
-from cases.onetrainer.tiny_inpainting import (
+from tiny_inpainting import (
     generate_image_like,
     load_images,
     load_models,
@@ -11,6 +10,7 @@ from cases.onetrainer.tiny_inpainting import (
     training_batch,
     training_scheduler,
 )
+
 from shared.checks import compare_to_reference, pick_device
 
 device = pick_device()

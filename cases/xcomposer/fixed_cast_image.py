@@ -1,8 +1,7 @@
 """InternLM-XComposer2-VL chat with an fp16 model, FIXED: the image cast to the model's dtype."""
 
 import torch
-
-from cases.xcomposer.tiny_xcomposer2 import (
+from tiny_xcomposer2 import (
     TinyXComposer2,
     example_image,
     example_input_ids,
@@ -10,6 +9,7 @@ from cases.xcomposer.tiny_xcomposer2 import (
     logits_dtype,
     save_tiny_checkpoint,
 )
+
 from shared.checks import compare_to_reference, pick_device
 
 torch.set_grad_enabled(False)  # inference, as in the chat examples

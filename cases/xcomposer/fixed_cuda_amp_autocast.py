@@ -3,8 +3,7 @@
 import sys
 
 import torch
-
-from cases.xcomposer.tiny_xcomposer2 import (
+from tiny_xcomposer2 import (
     TinyXComposer2,
     example_image,
     example_input_ids,
@@ -12,6 +11,7 @@ from cases.xcomposer.tiny_xcomposer2 import (
     logits_dtype,
     save_tiny_checkpoint,
 )
+
 from shared.checks import compare_to_reference, pick_device
 
 if not torch.cuda.is_available():  # without CUDA it disables itself: the step fails as broken

@@ -1,14 +1,14 @@
 """InternLM-XComposer2-VL chat, FIXED: the model loaded in float32 (about twice the memory)."""
 
 import torch
-
-from cases.xcomposer.tiny_xcomposer2 import (
+from tiny_xcomposer2 import (
     TinyXComposer2,
     example_image,
     example_input_ids,
     image_processor,
     save_tiny_checkpoint,
 )
+
 from shared.checks import compare_to_reference, pick_device
 
 torch.set_grad_enabled(False)  # inference, as in the chat examples
