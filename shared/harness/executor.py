@@ -19,7 +19,7 @@ import uuid
 import warnings
 from pathlib import Path
 
-from shared.harness.paths import SHARED_DIR, relative
+from shared.harness.paths import SHARED_DIR, relative, relative_text
 from shared.harness.report import ErrorRecord, ProcessResult, WarningRecord
 from shared.record import HARNESS_VARIABLE, RECORD
 
@@ -71,7 +71,9 @@ def _recording_warnings(seen: list[WarningRecord]):
 
     def record_and_show(message, category, filename, lineno, file=None, line=None):
         seen.append(
-            WarningRecord(category.__name__, str(message), f"{relative(filename)}:{lineno}")
+            WarningRecord(
+                category.__name__, relative_text(str(message)), f"{relative(filename)}:{lineno}"
+            )
         )
         show(message, category, filename, lineno, file, line)
 
