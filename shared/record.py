@@ -9,10 +9,11 @@ the verdict line the harness would give it, judged from the same record.
 import atexit
 import os
 import sys
+import warnings
 from pathlib import Path
 
 # knobs: the arbitrary tiny-model choices this run made (shared.tiny_models.knob / tiny_seed).
-RECORD: dict = {"device": None, "checks": [], "measurements": [], "knobs": {}}
+RECORD: dict = {"device": None, "checks": [], "measurements": [], "knobs": {}, "warnings": []}
 
 
 # Run by hand (``python cases/<case>/<variant>.py``), a variant ends with the line the harness
@@ -50,7 +51,14 @@ def _watch_by_hand_run() -> None:
         raised.append(value)
         previous(kind, value, traceback)
 
+    shown = warnings.showwarning
+
+    def record_warning(message, category, filename, lineno, file=None, line=None):
+        RECORD["warnings"].append((category.__name__, str(message), filename, lineno))
+        shown(message, category, filename, lineno, file, line)
+
     sys.excepthook = remember
+    warnings.showwarning = record_warning  # a warning can be the documented failure
     atexit.register(_tell_verdict, script, raised)
 
 

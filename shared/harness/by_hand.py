@@ -14,6 +14,7 @@ from pathlib import Path
 
 from shared.harness.catalog import VERSIONED_PACKAGES, CaseError, Variant, load_case
 from shared.harness.matrix import all_rows, flip_text, flips, stored_bisections
+from shared.harness.paths import relative, relative_text
 from shared.harness.report import (
     PASSED,
     REPRODUCED,
@@ -21,6 +22,7 @@ from shared.harness.report import (
     UNAFFECTED,
     ErrorRecord,
     ProcessResult,
+    WarningRecord,
 )
 from shared.harness.runner import Outcome
 from shared.harness.verdicts import Platform, judge, skip_reason
@@ -58,6 +60,10 @@ def verdict_line(script: Path, record: dict, raised: BaseException | None) -> st
         checks=record["checks"],
         measurements=record["measurements"],
         knobs=record["knobs"],
+        warnings=[
+            WarningRecord(category, relative_text(message), f"{relative(filename)}:{lineno}")
+            for category, message, filename, lineno in record["warnings"]
+        ],
     )
     # No mismatch guard watches a run by hand: its culprit is not checked here.
     unguarded = dataclasses.replace(
