@@ -83,6 +83,17 @@ def disk_kib(*paths: Path) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per warm figure (median)")
+    parser.add_argument(
+        "--sweep-only",
+        action="store_true",
+        help="measure only the dated sweep and the bisections (part 6)",
+    )
+    parser.add_argument(
+        "--envdir",
+        type=Path,
+        default=REPO_ROOT / ".nox",
+        help="where nox left the dated stacks' environments (nox's --envdir)",
+    )
     parser.set_defaults(handler=measure)
 
 
@@ -99,8 +110,11 @@ def variant_seconds(names: list[str]) -> tuple[float, dict[str, tuple[str, float
 
 
 def measure(args: argparse.Namespace) -> int:
-    names = case_names()
     jobs = os.cpu_count() or 1  # the harness runs this many variants at once by default
+    if args.sweep_only:
+        sweep_figures(args.repeat, jobs, args.envdir)
+        return 0
+    names = case_names()
     print("warming up: creating/refreshing the nox environments ...", flush=True)
     timed([*NOX, "-s", "cases", *[f"case-{name}" for name in names]])
     env_python = REPO_ROOT / ".nox" / "cases" / "bin" / "python"
@@ -141,17 +155,17 @@ def measure(args: argparse.Namespace) -> int:
         f"{all_envs / 1024:.0f} MiB (hardlinks once), ratio {disk_ratio:.2f} "
         f"(target <= {DISK_RATIO:g}): {'met' if disk_ratio <= DISK_RATIO else 'MISSED'}"
     )
-    sweep_figures(args.repeat, jobs)
+    sweep_figures(args.repeat, jobs, args.envdir)
     return 0
 
 
-def sweep_figures(repeat: int, jobs: int) -> None:
+def sweep_figures(repeat: int, jobs: int, envdir: Path) -> None:
     """Each dated stack's warm gallery run against its own limit; the bisections' installs."""
     print(f"\ndated sweep (stacks whose environment exists; target <= {RUN_LIMIT_RATIO:g}):")
     print(f"{'stack':22} {'cases':>5} {'floor s':>8} {'run s':>7} {'limit s':>8} {'ratio':>6}")
     for date in sweep_dates():
         stack = dated_set(date)
-        python = REPO_ROOT / ".nox" / f"matrix-{stack.name}" / "bin" / "python"
+        python = envdir / f"matrix-{stack.name}" / "bin" / "python"
         if not python.exists():
             print(f'{stack.name:22} not built: nox -s "matrix({stack.name})" first')
             continue
