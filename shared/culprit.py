@@ -209,7 +209,49 @@ def as_record(found: Mismatch | NonFinite) -> dict:
     return {**dataclasses.asdict(found), "description": found.describe()}
 
 
-class MismatchGuard:
+class _ModuleWatch:
+    """Hooks on every module a forward reaches: ``model``'s from the start (named by their path
+    from it), any other module when first called (named by its class, its submodules below it).
+    Subclasses say which hook each module gets (``_hook``) and what a first call does."""
+
+    def __init__(self, model: nn.Module | None = None):
+        self.model = model
+        self._names: dict[nn.Module, str] = {}  # the modules that have our own hook
+        self._handles: list = []
+
+    def __enter__(self):
+        # The global pre-hook sees every module but not keyword arguments, so it only finds
+        # new modules; each one found gets a hook of its own that sees args and kwargs.
+        self._handles.append(register_module_forward_pre_hook(self._on_any_call))
+        if self.model is not None:
+            self._adopt(self.model)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self._names.clear()
+
+    def _on_any_call(self, module: nn.Module, args: tuple) -> None:
+        if module not in self._names:
+            self._adopt(module)
+            self._on_first_call(module, args)
+
+    def _on_first_call(self, module: nn.Module, args: tuple) -> None:
+        """A module met for the first time (its own hook runs from its next call on)."""
+
+    def _adopt(self, root: nn.Module) -> None:
+        for path, module in root.named_modules(prefix=type(root).__name__):
+            if module not in self._names:
+                self._names[module] = path
+                self._handles.append(self._hook(module))
+
+    def _hook(self, module: nn.Module):
+        raise NotImplementedError
+
+
+class MismatchGuard(_ModuleWatch):
     """Context manager: check every module call's tensor inputs against the module's own params.
 
     A module is judged only if it has floating-point parameters of its own (``recurse=False``);
@@ -229,44 +271,21 @@ class MismatchGuard:
     """
 
     def __init__(self, model: nn.Module | None = None, *, raise_on_mismatch: bool = False):
-        self.model = model
+        super().__init__(model)
         self.raise_on_mismatch = raise_on_mismatch
         self.mismatches: list[Mismatch] = []
         self.errors: list[str] = []  # checks that failed themselves (record mode), for the record
         self._culprits: list[nn.Module] = []  # the module of each mismatch, for resolve_paths
-        self._names: dict[nn.Module, str] = {}  # the modules that have our own hook
-        self._handles: list = []
 
     @property
     def first(self) -> Mismatch | None:
         return self.mismatches[0] if self.mismatches else None
 
-    def __enter__(self) -> MismatchGuard:
-        # The global pre-hook sees every module but not keyword arguments, so it only finds
-        # new modules; each one found gets a per-module pre-hook that sees args and kwargs.
-        self._handles.append(register_module_forward_pre_hook(self._on_any_call))
-        if self.model is not None:
-            self._adopt(self.model)
-        return self
+    def _on_first_call(self, module: nn.Module, args: tuple) -> None:
+        self._check(module, args, {})  # the positional inputs of the call that found it
 
-    def __exit__(self, *exc_info) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
-        self._names.clear()
-
-    def _on_any_call(self, module: nn.Module, args: tuple) -> None:
-        if module not in self._names:
-            self._adopt(module)
-            # Its new hook runs from the next call on: check this call's positional inputs.
-            self._check(module, args, {})
-
-    def _adopt(self, root: nn.Module) -> None:
-        for path, module in root.named_modules(prefix=type(root).__name__):
-            if module not in self._names:
-                self._names[module] = path
-                handle = module.register_forward_pre_hook(self._on_own_call, with_kwargs=True)
-                self._handles.append(handle)
+    def _hook(self, module: nn.Module):
+        return module.register_forward_pre_hook(self._on_own_call, with_kwargs=True)
 
     def _on_own_call(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         self._check(module, args, kwargs)
@@ -392,7 +411,7 @@ class NonFinite:
         )
 
 
-class NonFiniteGuard:
+class NonFiniteGuard(_ModuleWatch):
     """Context manager: name the first module that *produced* inf or NaN (its inputs finite),
     not the modules that merely passed it on (as fairseq's NanDetector and transformers'
     DebugUnderflowOverflow look for). Record only: the model runs as it would.
@@ -403,34 +422,12 @@ class NonFiniteGuard:
     """
 
     def __init__(self, model: nn.Module | None = None):
-        self.model = model
+        super().__init__(model)
         self.first: NonFinite | None = None
         self._module: nn.Module | None = None
-        self._names: dict[nn.Module, str] = {}
-        self._handles: list = []
 
-    def __enter__(self) -> NonFiniteGuard:
-        self._handles.append(register_module_forward_pre_hook(self._on_any_call))
-        if self.model is not None:
-            self._adopt(self.model)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
-        self._names.clear()
-
-    def _on_any_call(self, module: nn.Module, args: tuple) -> None:
-        if module not in self._names:
-            self._adopt(module)
-
-    def _adopt(self, root: nn.Module) -> None:
-        for path, module in root.named_modules(prefix=type(root).__name__):
-            if module not in self._names:
-                self._names[module] = path
-                handle = module.register_forward_hook(self._on_return, with_kwargs=True)
-                self._handles.append(handle)
+    def _hook(self, module: nn.Module):
+        return module.register_forward_hook(self._on_return, with_kwargs=True)
 
     def _on_return(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         if self.first is not None:
