@@ -77,6 +77,25 @@ def test_variant_verdict(case, variant_name, case_runs):
         assert verdict["silent"] and verdict["detail"].startswith("raises nothing")
 
 
+SILENT = [(case, v) for case in CASES.values() for v in case.variants if v.may_fail_silently]
+
+
+@pytest.mark.parametrize(("case", "variant"), SILENT, ids=ids)
+def test_a_silent_failure_names_its_first_inf_or_nan_producer(case, variant, case_runs):
+    """A variant whose failure raises nothing is watched for the first module that turned
+    finite inputs into inf/NaN: an overflow names it, a loss of precision says there was none."""
+    _, report, versions = case_runs(case.name)
+    verdict = report[variant.name]
+    if verdict["kind"] == SKIPPED:
+        pytest.skip(f"{case.name}/{variant.name}: {verdict['detail']}")
+    producer = verdict["producer"]
+    assert producer and producer["description"], verdict
+    nan_symptom = "NaN" in verdict["detail"] or "nan" in verdict["detail"]
+    if verdict["kind"] == REPRODUCED and (nan_symptom or case.family == "overflow"):
+        assert producer["module"], f"an inf/NaN failure with no producer named: {producer}"
+        assert "inf/NaN, from finite" in producer["description"]
+
+
 AUDITED = [(case, v) for case in CASES.values() for v in case.variants if v.audit]
 
 

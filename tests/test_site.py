@@ -24,6 +24,10 @@ CULPRIT = (
     "TinyMiniCPMV.resampler.attn (MultiheadAttention): query Float on cpu "
     "vs in_proj_weight BFloat16 on cpu"
 )
+PRODUCER = (
+    "TinyMiniCPMV.resampler.kv_proj (Linear): output float16 with 3 of 64 elements inf/NaN, "
+    "from finite float16 inputs of max |x| 9.1"
+)
 VERSIONS = {"torch": "2.13.0+cpu", "transformers": "5.23.0", "diffusers": "0.42.1",
             "peft": "0.21.2", "accelerate": "1.15.0"}  # fmt: skip
 
@@ -77,6 +81,7 @@ def report(cuda_devices: tuple[str, ...] = ()) -> CaseReport:
                         "detail": "bfloat16 output vs float32 reference",
                     }
                 ],
+                producer={"module": "TinyMiniCPMV.resampler.kv_proj", "description": PRODUCER},
             ),  # fmt: skip
             variant_entry("fixed_autocast", "FIX-FAILED", error=error),
         ],
@@ -190,6 +195,7 @@ def test_silent_failures_are_shown_apart_from_exceptions(built):
     text = visible_text(page_html(built, "minicpm/index.html"))
     assert "REPRODUCED raises nothing" in text
     assert "fixed_per_component embedding error max_abs_err 26.9" in text
+    assert f"fixed_per_component: {PRODUCER}" in text  # where its inf/NaN began
 
 
 def test_matrix_is_a_set_by_variant_table(built):

@@ -59,7 +59,7 @@ def execute(script: Path, result_path: Path) -> int:
     result.checks, result.measurements = RECORD["checks"], RECORD["measurements"]
     result.knobs = RECORD["knobs"]
     result.culprit = _first_mismatch(guard)
-    result.producer = _first_mismatch(values)
+    result.producer = _first_producer(values)
     result.write(result_path)
     return 0 if result.status == "clean" else 1
 
@@ -147,6 +147,15 @@ def _value_guard():
     except ImportError:
         return contextlib.nullcontext()
     return NonFiniteGuard()
+
+
+def _first_producer(values) -> dict | None:
+    """The watched variant's first inf/NaN producer, or a record that none appeared."""
+    if not hasattr(values, "first"):
+        return None  # not watched
+    if values.first is None:
+        return {"module": "", "description": "none: every module's output stayed finite"}
+    return _first_mismatch(values)
 
 
 def _first_mismatch(guard) -> dict | None:

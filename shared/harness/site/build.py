@@ -110,6 +110,7 @@ class CasePage:
     warnings: list[dict]  # {"variant", "text"}
     checks: list[dict]  # {"variant", **check}
     measurements: list[dict]  # {"variant", **measurement}: symptoms of silent failures
+    producers: list[dict]  # {"variant", "description"}: where a silent variant's inf/NaN began
     outputs: list[dict]  # {"variant", "tail"}: what each variant printed, last lines
     matrix: MatrixTable | None
     flips: list[str]
@@ -233,6 +234,11 @@ def case_page(
             {"variant": name, **measured}
             for name, verdict in entries.items()
             for measured in verdict.measurements
+        ],
+        producers=[
+            {"variant": name, "description": verdict.producer["description"]}
+            for name, verdict in entries.items()
+            if verdict.producer
         ],
         outputs=[
             {"variant": name, "tail": verdict.output_tail}
