@@ -507,3 +507,14 @@ def test_a_harness_failure_is_an_internal_error_not_an_anomaly(tmp_path):
     run = run_gallery("minicpm", "--only", "fixed", report_dir=blocker / "reports")
     assert run.returncode == 3, run.stdout + run.stderr
     assert "gallery: internal error: the harness failed" in run.stderr
+
+
+def test_benchmark_sweep_dates_are_the_configured_ones():
+    from shared.harness.benchmark import dates_to_measure
+    from shared.harness.library_sets import sweep_dates
+
+    assert dates_to_measure(None) == sweep_dates()
+    first = sweep_dates()[0]
+    assert dates_to_measure([first.isoformat()]) == [first]
+    with pytest.raises(SystemExit, match="not a sweep date: 2024-02-30"):
+        dates_to_measure(["2024-02-30"])

@@ -89,6 +89,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="measure only the dated sweep and the bisections (part 6)",
     )
     parser.add_argument(
+        "--dates",
+        nargs="+",
+        metavar="DATE",
+        help="with --sweep-only: only these sweep dates (default: every date)",
+    )
+    parser.add_argument(
         "--envdir",
         type=Path,
         default=REPO_ROOT / ".nox",
@@ -112,7 +118,7 @@ def variant_seconds(names: list[str]) -> tuple[float, dict[str, tuple[str, float
 def measure(args: argparse.Namespace) -> int:
     jobs = os.cpu_count() or 1  # the harness runs this many variants at once by default
     if args.sweep_only:
-        sweep_figures(args.repeat, jobs, args.envdir)
+        sweep_figures(args.repeat, jobs, args.envdir, args.dates)
         return 0
     names = case_names()
     print("warming up: creating/refreshing the nox environments ...", flush=True)
@@ -159,11 +165,22 @@ def measure(args: argparse.Namespace) -> int:
     return 0
 
 
-def sweep_figures(repeat: int, jobs: int, envdir: Path) -> None:
+def dates_to_measure(dates: list[str] | None) -> list:
+    """The sweep dates asked for (all when none is), or exit naming a date that is not one."""
+    known = {date.isoformat(): date for date in sweep_dates()}
+    unknown = sorted(set(dates or ()) - set(known))
+    if unknown:
+        sys.exit(f"benchmark: not a sweep date: {', '.join(unknown)} "
+                 f"(the dates: [tool.gallery.sweep] in pyproject.toml)")  # fmt: skip
+    return [date for text, date in known.items() if not dates or text in dates]
+
+
+def sweep_figures(repeat: int, jobs: int, envdir: Path, dates: list[str] | None = None) -> None:
     """Each dated stack's warm gallery run against its own limit; the bisections' installs."""
+    measured = dates_to_measure(dates)
     print(f"\ndated sweep (stacks whose environment exists; target <= {RUN_LIMIT_RATIO:g}):")
     print(f"{'stack':22} {'cases':>5} {'floor s':>8} {'run s':>7} {'limit s':>8} {'ratio':>6}")
-    for date in sweep_dates():
+    for date in measured:
         stack = dated_set(date)
         python = envdir / f"matrix-{stack.name}" / "bin" / "python"
         if not python.exists():
