@@ -31,6 +31,10 @@ from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp, sub_co
 IMAGE_SIZE, PATCH_SIZE = 28, 7
 GRID = IMAGE_SIZE // PATCH_SIZE  # 4 x 4 patches, and as many resampler queries
 TEXT_TOKENS = 8
+# The fixes' bf16 embedding against float32, through the vision tower and the resampler: the
+# worst element is off by 0.03 on torch 2.13 but by 0.09-0.105 on torch 2.0.1, whose CPU
+# bfloat16 kernels round more (output scale 3.3). A wrong fix is off by the scale itself.
+EMBEDDING_ATOL = 0.15
 
 quiet_hf_logging()
 
