@@ -1,7 +1,8 @@
 """FSDP1 with accelerate's bf16 policy, BROKEN: buffer_dtype=bf16 rounds RoPE's inv_freq.
 
-The policy casts every buffer to bfloat16 at FSDP's lazy init; RoPE's angles position * inv_freq
-then drift with the position: right at the start of the sequence, wrong at long positions."""
+accelerate's FSDP1 policy for bf16 is MixedPrecision(bf16, bf16, buffer_dtype=bf16): FSDP casts
+RoPE's inv_freq to bfloat16 at its lazy init, and the angles position * inv_freq drift with the
+position: right at the start of the sequence, wrong at long positions."""
 
 import torch
 from accelerate import FullyShardedDataParallelPlugin
@@ -26,7 +27,6 @@ with one_gloo_rank() as device:
 
     plugin = FullyShardedDataParallelPlugin()  # accelerate's FSDP plugin (fsdp_version 1)
     plugin.set_mixed_precision("bf16")  # what AcceleratorState does for mixed_precision: bf16
-    print("FSDP1 buffer_dtype:", plugin.mixed_precision_policy.buffer_dtype)
     model = FSDP(model, mixed_precision=plugin.mixed_precision_policy, device_id=device)
 
     input_ids = example_input_ids()  # 3000 tokens
