@@ -1,0 +1,46 @@
+"""FSDP1 with accelerate's bf16 policy, BROKEN: buffer_dtype=bf16 rounds RoPE's inv_freq.
+
+accelerate's FSDP1 policy for bf16 is MixedPrecision(bf16, bf16, buffer_dtype=bf16): FSDP casts
+RoPE's inv_freq to bfloat16 at its lazy init, and the angles position * inv_freq drift with the
+position: right at the start of the sequence, wrong at long positions."""
+
+import torch
+from accelerate import FullyShardedDataParallelPlugin
+from tiny_fsdp_buffer_dtype_rope import (
+    LONG,
+    build_llama,
+    example_input_ids,
+    first_recorded,
+    float32_reference,
+    inv_freq_dtypes,
+    one_gloo_rank,
+    record_cos,
+    record_logits,
+)
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+from shared.checks import measure_error
+
+with one_gloo_rank() as device:
+    model = build_llama()  # float32, as loaded for FSDP training
+    reference = float32_reference(model)
+
+    plugin = FullyShardedDataParallelPlugin()  # accelerate's FSDP plugin (fsdp_version 1)
+    plugin.set_mixed_precision("bf16")  # what AcceleratorState does for mixed_precision: bf16
+    model = FSDP(model, mixed_precision=plugin.mixed_precision_policy, device_id=device)
+
+    input_ids = example_input_ids()  # 3000 tokens
+    cos, logits = record_cos(model), record_logits(model)
+    with torch.no_grad():
+        model(input_ids=input_ids)
+    print("inv_freq after FSDP's lazy init:", inv_freq_dtypes(model))
+
+    expected_cos, expected = record_cos(reference), record_logits(reference)
+    with torch.no_grad():
+        reference(input_ids=input_ids)
+    # The documented symptom: RoPE's cos table (independent of the weights); the logits show it.
+    cos, expected_cos = first_recorded(cos), first_recorded(expected_cos)
+    measure_error("RoPE cos at positions > 2000", cos[LONG:], expected_cos[LONG:])
+    logits, expected = first_recorded(logits), first_recorded(expected)
+    measure_error("logits at positions < 100", logits[:100], expected[:100])
+    measure_error("logits at positions > 2000", logits[LONG:], expected[LONG:])
