@@ -1,4 +1,4 @@
-"""Chroma, a short prompt padded to 512 tokens, FIXED: the transformer's mask made bool by a hook."""
+"""Chroma, a short prompt padded to 512 tokens, FIXED: a hook makes the transformer's mask bool."""
 
 import torch
 from tiny_chroma_float_mask import (

@@ -12,6 +12,9 @@ how precise it is, so float32 keeps rounding out of the figure.
 
 from __future__ import annotations
 
+import functools
+import math
+
 import torch
 from diffusers import (
     AutoencoderKL,
@@ -26,14 +29,13 @@ from tokenizers.pre_tokenizers import Whitespace
 from tokenizers.processors import TemplateProcessing
 from transformers import PreTrainedTokenizerFast, T5Config, T5EncoderModel
 
-from shared.tiny_models import quiet_hf_logging, tiny_seed
+from shared.tiny_models import knob, quiet_hf_logging, tiny_seed
 
 PROMPT = "a photo of a cat"  # 5 words + </s>: 6 tokens, a short prompt (#12116: "man")
 NEGATIVE_PROMPT = "a painting of a dog"  # as long as PROMPT: at 7 tokens neither is padded
 WORDS = ["a", "photo", "painting", "of", "cat", "dog"]
 TEXT_DIM = 32  # T5's d_model = the transformer's joint_attention_dim
 UNPADDED = 7  # max_sequence_length with no padding to mask: 6 tokens + the pad Chroma keeps
-IMAGE_SIZE = 8  # pixels; the packed latents are 4 x 4 = 16 image tokens
 
 quiet_hf_logging()
 diffusers_logging.disable_progress_bar()
@@ -64,6 +66,18 @@ def _text_encoder(vocab_size: int) -> T5EncoderModel:
         relative_attention_num_buckets=8,
     )
     return T5EncoderModel(config).eval()  # eval: no dropout
+
+
+@functools.cache
+def image_size() -> int:
+    """The image's side in pixels, from the knob ``image_tokens``.
+
+    The padding's share of the attention depends on how many image tokens attend beside it.
+    Realistic: Chroma at 512 x 512 to 1024 x 1024 pixels, 1024 to 4096 image tokens (its VAE
+    divides by 8, then 2 x 2 latent pixels make a token). This tiny VAE does not downscale.
+    """
+    tokens = knob("image_tokens", 1024, (1024, 4096))
+    return 2 * math.isqrt(int(tokens))
 
 
 def tiny_chroma() -> ChromaPipeline:
@@ -107,7 +121,7 @@ def tiny_chroma() -> ChromaPipeline:
 
 
 def generate(pipe: ChromaPipeline, **inputs) -> torch.Tensor:
-    """Two steps at IMAGE_SIZE x IMAGE_SIZE from seeded noise: the image as a float32 tensor.
+    """Two steps at image_size() pixels square, seeded: the image as a float32 tensor.
 
     ``inputs``: the pipeline's own (``max_sequence_length``; the embeddings and masks from
     ``encode_prompt``); without embeddings, PROMPT and NEGATIVE_PROMPT.
@@ -116,8 +130,8 @@ def generate(pipe: ChromaPipeline, **inputs) -> torch.Tensor:
         inputs |= {"prompt": PROMPT, "negative_prompt": NEGATIVE_PROMPT}
     return pipe(
         **inputs,
-        height=IMAGE_SIZE,
-        width=IMAGE_SIZE,
+        height=image_size(),
+        width=image_size(),
         num_inference_steps=2,
         guidance_scale=5.0,
         generator=torch.Generator().manual_seed(3),
