@@ -1,0 +1,25 @@
+"""Chroma, a short prompt padded to 512 tokens, BROKEN: the float mask does not mask the padding."""
+
+from tiny_chroma_float_mask import (
+    NEGATIVE_PROMPT,
+    PROMPT,
+    UNPADDED,
+    describe_mask,
+    generate,
+    tiny_chroma,
+)
+
+from shared.checks import measure_error, pick_device
+
+device = pick_device()
+pipe = tiny_chroma().to(device)
+
+# The root cause, visible before anything runs: the padding mask encode_prompt builds is float.
+prompt_embeds, _, mask, negative_embeds, _, negative_mask = pipe.encode_prompt(
+    PROMPT, NEGATIVE_PROMPT
+)  # max_sequence_length=512, the pipeline's default
+print("prompt_attention_mask:", describe_mask(mask))
+
+reference = generate(pipe, max_sequence_length=UNPADDED)  # no padding: nothing to mask
+image = generate(pipe)  # the same prompts padded to 512 tokens, as pipe(prompt) does
+measure_error("image, prompts padded to 512 tokens", image, reference)
