@@ -22,7 +22,7 @@ class RecordedBisector:
 
     verdicts: dict[str, list[str]] = {}
 
-    def __init__(self, case, variant, package, base) -> None:
+    def __init__(self, case, variant, package, base, by_message=False) -> None:
         self.base, self.probes, self.installs, self.versions = base, [], 0, {"torch": "2.13.0"}
 
     def probe(self, version: str) -> Probe:
@@ -117,3 +117,20 @@ def test_a_real_bisection_over_two_adjacent_peft_releases(tmp_path):
     assert (found.verdict_before, found.verdict_after) == ("REPRODUCED", "PASSED")
     assert found.probes[-1].rerun == "PASSED"  # the changed verdict was run twice
     assert found.installs == 2 and found.versions["transformers"] == "4.44.2"
+
+
+def test_with_message_a_reworded_error_is_a_change():
+    """torch 2.1 added the dtypes to the mat1/mat2 message: same verdict, another wording."""
+    from shared.harness.report import ErrorRecord, Verdict
+
+    def reproduced(message: str) -> Verdict:
+        error = ErrorRecord("RuntimeError", "builtins.RuntimeError", message, ("x.py:f",))
+        return Verdict(kind="REPRODUCED", detail=message, variant="broken", error=error)
+
+    old = reproduced("mat1 and mat2 must have the same dtype")
+    new = reproduced("mat1 and mat2 must have the same dtype, but got Float and BFloat16")
+    assert bisect.outcome(old, by_message=False) == bisect.outcome(new, by_message=False)
+    assert bisect.outcome(old, by_message=True) != bisect.outcome(new, by_message=True)
+    assert bisect.outcome(new, by_message=True).startswith(
+        "REPRODUCED: RuntimeError: mat1 and mat2"
+    )

@@ -1,6 +1,7 @@
 """Release bisection: the first release of one library where one variant's verdict changes.
 
     python -m shared.harness bisect CASE/VARIANT PACKAGE [GOOD BAD] [--base SET | --as-of DATE]
+                                    [--pre] [--message]
     (or: nox -s bisect -- CASE/VARIANT PACKAGE [GOOD BAD] ...)
 
 Runs in an environment it may reinstall (nox's ``bisect`` session makes one): lists the
@@ -11,6 +12,8 @@ and binary-searches the verdict's change. Without GOOD and BAD it takes the firs
 stored flips that no bisection located yet. A release whose verdict differs from GOOD's is run
 twice before it counts: a verdict that differs between identical runs is recorded as flaky and
 nothing is concluded (as transformers' utils/check_bad_commit.py re-runs before bisecting).
+With ``--message`` the error's first line is part of the verdict, so a release that only
+rewords the error (a ``when`` entry with another ``message``) is located the same way.
 The result is stored in ``reports/matrix/bisections/`` and shown with the flips.
 """
 
@@ -59,6 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     base.add_argument("--base", default=PINNED, help="library set held fixed (default: pinned)")
     base.add_argument("--as-of", help="hold fixed the stack of this date (YYYY-MM-DD)")
     parser.add_argument("--pre", action="store_true", help="include pre-releases (rc, beta)")
+    parser.add_argument(
+        "--message",
+        action="store_true",
+        help="a changed error message counts as a change (a `when` entry that rewords it)",
+    )
     default_dir = Path(os.environ.get("GALLERY_MATRIX_DIR", MATRIX_DIR))
     parser.add_argument("--matrix-dir", type=Path, default=default_dir)
     parser.set_defaults(handler=bisect_command)
@@ -101,7 +109,7 @@ def run_bisection(args: argparse.Namespace) -> Bisection:
     good, bad = _bounds(args, case_name, variant)
     releases = _releases(args.package, good, bad, args.pre)
     started = time.perf_counter()
-    bisector = _Bisector(case_name, variant, args.package, base)
+    bisector = _Bisector(case_name, variant, args.package, base, by_message=args.message)
     before = bisector.probe(releases[0])
     after = bisector.probe(releases[-1])
     if UNINSTALLABLE in (before.verdict, after.verdict):
@@ -188,8 +196,11 @@ def _releases(package: str, good: str, bad: str, pre: bool) -> list[str]:
 class _Bisector:
     """Installs one release of ``package`` over ``base`` at a time and runs the variant."""
 
-    def __init__(self, case: str, variant: str, package: str, base: LibrarySet) -> None:
+    def __init__(
+        self, case: str, variant: str, package: str, base: LibrarySet, by_message: bool = False
+    ) -> None:
         self.case, self.variant, self.package, self.base = case, variant, package, base
+        self.by_message = by_message  # the outcome is the verdict and the error's first line
         self.uv = os.environ.get(UV_VARIABLE) or shutil.which("uv")
         if not self.uv:
             raise BisectError(f"needs uv: set {UV_VARIABLE} or put uv on PATH (nox -s bisect does)")
@@ -204,10 +215,10 @@ class _Bisector:
         else:
             report = self._run()
             verdict = report.verdict(self.variant)
-            probe = Probe(version, verdict.kind, _first_line(verdict))
+            probe = Probe(version, outcome(verdict, self.by_message), _first_line(verdict))
             first = self.probes[0].verdict if self.probes else probe.verdict
             if probe.verdict != first:  # a change is believed only when it repeats
-                probe.rerun = self._run().verdict(self.variant).kind
+                probe.rerun = outcome(self._run().verdict(self.variant), self.by_message)
             self.versions = {k: v for k, v in report.versions.items() if k != self.package}
         again = f" (run again: {probe.rerun})" if probe.rerun else ""
         print(f"bisect:   {probe.verdict} {probe.message}{again}", flush=True)
@@ -250,6 +261,13 @@ class _Bisector:
                 raise BisectError(f"the gallery run failed (exit {run.returncode}):\n"
                                   f"{run.stdout[-2000:]}{run.stderr[-2000:]}")  # fmt: skip
             return CaseReport.read(Path(scratch) / f"{self.case}.json")
+
+
+def outcome(verdict, by_message: bool) -> str:
+    """What a probe is compared by: the verdict, and with ``by_message`` the error's first line."""
+    if by_message and verdict.error:
+        return f"{verdict.kind}: {verdict.error.first_line}"
+    return verdict.kind
 
 
 def _first_line(verdict) -> str:
