@@ -19,8 +19,6 @@ from diffusers import (
     AutoencoderKL,
     DDIMScheduler,
     DiffusionPipeline,
-    PixArtSigmaPipeline,
-    PixArtTransformer2DModel,
     PNDMScheduler,
     StableDiffusionPipeline,
     UNet2DConditionModel,
@@ -76,8 +74,10 @@ def _clip_text_encoder() -> CLIPTextModel:
     return CLIPTextModel(config)
 
 
-def _pixart_transformer() -> PixArtTransformer2DModel:
+def _pixart_transformer():
     """PixArt-Σ's transformer in diffusers' own test size (tests/pipelines/pixart_sigma)."""
+    from diffusers import PixArtTransformer2DModel  # diffusers >= 0.28.1: imported when used
+
     tiny_seed(3)
     return PixArtTransformer2DModel(
         sample_size=LATENT_SIZE,
@@ -121,6 +121,8 @@ def save_tiny_sd() -> Path:
 
 def save_tiny_pixart_sigma() -> Path:
     """Save the tiny PixArt-Σ pipeline (float32, no tokenizer, no text encoder)."""
+    from diffusers import PixArtSigmaPipeline  # diffusers >= 0.28: imported when used
+
     pipe = PixArtSigmaPipeline(
         tokenizer=None,
         text_encoder=None,
@@ -157,14 +159,14 @@ def generate(
     pipeline draws the initial noise itself (``latents``: only the reference passes them).
     """
     pipe.set_progress_bar_config(disable=True)
-    if isinstance(pipe, PixArtSigmaPipeline):
+    if isinstance(pipe, StableDiffusionPipeline):
+        inputs = _embeddings(CLIP_DIM, dtype, pipe.device)
+    else:  # PixArt-Σ
         inputs = _embeddings(T5_DIM, dtype, pipe.device)
         mask = torch.ones(1, TEXT_TOKENS, dtype=torch.long, device=pipe.device)
         inputs |= {"prompt_attention_mask": mask, "negative_prompt_attention_mask": mask}
         inputs |= {"negative_prompt": None}  # its default "" would clash with the embeddings
         inputs |= {"use_resolution_binning": False}  # PixArt's bins are for its real sizes
-    else:
-        inputs = _embeddings(CLIP_DIM, dtype, pipe.device)
     return pipe(
         **inputs,
         height=IMAGE_SIZE,
