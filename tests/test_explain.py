@@ -52,7 +52,7 @@ def test_the_raise_site_ranks_the_case_whose_frame_it_is_first():
 
 
 def test_another_dtype_pair_of_the_same_message_matches_by_shape():
-    text = "RuntimeError: Input type (c10::BFloat16) and bias type (float) should be the same"
+    text = "RuntimeError: Input type (c10::BFloat16) and bias type (c10::Half) should be the same"
     found = explain(text, CASES)
     assert found and found[0].how.startswith("same message, other dtypes")
 
