@@ -221,7 +221,10 @@ class _Bisector:
                 probe.rerun = outcome(self._run().verdict(self.variant), self.by_message)
             self.versions = {k: v for k, v in report.versions.items() if k != self.package}
         again = f" (run again: {probe.rerun})" if probe.rerun else ""
-        print(f"bisect:   {probe.verdict} {probe.message}{again}", flush=True)
+        shown = (
+            probe.verdict if probe.message in probe.verdict else f"{probe.verdict} {probe.message}"
+        )
+        print(f"bisect:   {shown}{again}", flush=True)
         self.probes.append(probe)
         return probe
 
