@@ -109,6 +109,8 @@ def variant_seconds(names: list[str]) -> tuple[float, dict[str, tuple[str, float
     for name in names:
         report = CaseReport.read(RUNS_DIR / f"{name}.json")
         ran = [v for v in report.variants if v.kind != SKIPPED]
+        if not ran:
+            continue  # every variant skipped here (a CUDA-only case on a CPU machine)
         total += sum(v.seconds for v in ran)
         top = max(ran, key=lambda v: v.seconds)
         largest[name] = (top.variant, top.seconds)
