@@ -8,7 +8,8 @@
   arbitrary choices a silent symptom must not hang on, perturbed by the tests).
 - ``shared.culprit``: ``audit`` / ``format_audit`` and ``MismatchGuard`` (where a dtype/device
   mismatch starts), for the cases and for your own models.
-- ``shared.distributed``: the rank layout of multi-rank variants.
+- ``shared.distributed``: the rank layout of multi-rank variants; ``one_gloo_rank`` (a process
+  group of one CPU rank, as torchrun would start it).
 - ``shared.record``: what a running variant tells the harness (written by ``shared.checks``).
 
 The machinery that runs and judges the cases is ``shared.harness``; cases never import it.

@@ -15,17 +15,12 @@ Real classes, tiny and randomly initialised (seeded); nothing is downloaded:
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import os
-import socket
-from collections.abc import Iterator
 
 import torch
-import torch.distributed as dist
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from shared.checks import record_device
+from shared.distributed import one_gloo_rank as gloo_rank
 from shared.tiny_models import knob, quiet_hf_logging, tiny_seed
 
 quiet_hf_logging()
@@ -34,22 +29,11 @@ SEQ_LEN = 3000  # tokens in the example input
 LONG = 2000  # positions from here on are "long": where a rounded inv_freq shows
 
 
-@contextlib.contextmanager
-def one_gloo_rank() -> Iterator[torch.device]:
-    """A process group of one CPU rank (gloo), as torchrun --nproc-per-node=1 would start it."""
-    with socket.socket() as probe:  # a free port on the loopback
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", LOCAL_RANK="0",
-                      WORLD_SIZE="1")  # fmt: skip
-    # As `accelerate launch` exports an FSDP config with fsdp_sync_module_states: false
-    # (accelerate < 1.0 reads only this variable, defaults it to true, and then wants a GPU).
-    os.environ["FSDP_SYNC_MODULE_STATES"] = "false"
-    dist.init_process_group("gloo", rank=0, world_size=1)
-    try:
-        yield record_device(torch.device("cpu"), "one gloo rank: FSDP on the CPU, world size 1")
-    finally:
-        dist.destroy_process_group()
+def one_gloo_rank():
+    """One gloo CPU rank, as `accelerate launch` exports an FSDP config with
+    fsdp_sync_module_states: false (accelerate < 1.0 reads only this variable, defaults it to
+    true, and then wants a GPU)."""
+    return gloo_rank(FSDP_SYNC_MODULE_STATES="false")
 
 
 def build_llama() -> LlamaForCausalLM:

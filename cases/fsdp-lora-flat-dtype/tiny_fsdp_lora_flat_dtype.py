@@ -14,20 +14,15 @@ Real classes, tiny and randomly initialised (seeded); nothing is downloaded:
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
-import os
-import socket
-from collections.abc import Iterator
 
 import torch
-import torch.distributed as dist
 from peft import LoraConfig
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer
 
-from shared.checks import record_device
+from shared.distributed import one_gloo_rank as gloo_rank
 from shared.tiny_models import quiet_hf_logging, tiny_seed
 
 quiet_hf_logging()
@@ -37,21 +32,10 @@ WRAPPED_LAYER = "LlamaDecoderLayer"  # accelerate's fsdp_transformer_layer_cls_t
 FSDP_WRAPPER_PREFIX = "_fsdp_wrapped_module."  # FSDP1 inserts it into parameter names
 
 
-@contextlib.contextmanager
-def one_gloo_rank() -> Iterator[torch.device]:
-    """A process group of one CPU rank (gloo), as torchrun --nproc-per-node=1 would start it."""
-    with socket.socket() as probe:  # a free port on the loopback
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", LOCAL_RANK="0",
-                      WORLD_SIZE="1")  # fmt: skip
-    # accelerate launch exports the config's layer class for peft's fsdp_auto_wrap_policy
-    os.environ["FSDP_TRANSFORMER_CLS_TO_WRAP"] = WRAPPED_LAYER
-    dist.init_process_group("gloo", rank=0, world_size=1)
-    try:
-        yield record_device(torch.device("cpu"), "one gloo rank: FSDP on the CPU, world size 1")
-    finally:
-        dist.destroy_process_group()
+def one_gloo_rank():
+    """One gloo CPU rank; accelerate launch exports the config's layer class for peft's
+    fsdp_auto_wrap_policy."""
+    return gloo_rank(FSDP_TRANSFORMER_CLS_TO_WRAP=WRAPPED_LAYER)
 
 
 def build_llama() -> LlamaForCausalLM:
