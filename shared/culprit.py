@@ -8,8 +8,12 @@
 - :class:`NonFiniteGuard`: for a failure that raises nothing, the first module whose output
   became inf or NaN while its inputs were finite: the producer, not a passer-on.
 - :func:`as_record`: a mismatch (or a non-finite producer) as a JSON-serialisable dict.
+- :func:`hazards`, :func:`pipeline_hazards`, :func:`optimizer_hazards`: the patterns the
+  gallery's cases document (``shared.hazards``), found in a model, a pipeline's components or
+  an optimizer; :class:`OpWatch` and :func:`seen_hazards`: those that show while it runs.
 
-Only public torch APIs (module hooks); nothing in torch or the libraries is patched.
+Only public torch APIs (module hooks, a TorchFunctionMode); nothing in torch or the libraries
+is patched.
 """
 
 from __future__ import annotations
@@ -23,14 +27,17 @@ from collections.abc import Iterator
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 from torch.nn.modules.module import register_module_forward_pre_hook
+from torch.overrides import TorchFunctionMode
 
-from shared.hazards import HAZARDS
+from shared.hazards import FINDERS, HAZARDS
 
 # The names torch uses for dtypes in its own errors ("got Float and BFloat16").
 TORCH_ERROR_NAMES = {
     "float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16"
 }  # fmt: skip
+HALF_DTYPES = (torch.float16, torch.bfloat16, torch.complex32)
 KEEP_IN_FP32_ATTRIBUTES = ("_keep_in_fp32_modules", "_keep_in_fp32_modules_strict")
 
 
@@ -523,7 +530,7 @@ def hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> lis
     """
     found: list[Hazard] = []
     rows = audit(model)
-    _, majority = _majority(rows)
+    majority = _majority(rows)
     kept_by = _keep_in_fp32_entries(model)
     parameters = dict(model.named_parameters())
     fine_tuning = any(p.requires_grad for p in parameters.values()) and not all(
@@ -538,9 +545,9 @@ def hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> lis
                 and row.odd
                 and row.dtype == "float32"
                 and not master
-                and (majority in ("float16", "bfloat16"))
+                and (majority[1] in ("float16", "bfloat16"))
             ):
-                found.append(Hazard("float32-in-half", path, f"float32 in a {majority} model"))
+                found.append(Hazard("float32-in-half", path, f"float32 in a {majority[1]} model"))
             if (
                 row.kind == "buffer"
                 and row.dtype in ("float16", "bfloat16")
@@ -556,24 +563,148 @@ def hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> lis
                 found.append(
                     Hazard("keep-in-fp32-cast-away", path, f"float16, listed in {attribute}")
                 )
-        for name, value in vars(module).items():
-            held = value.values() if isinstance(value, dict) else value
-            if (
-                isinstance(value, (list, tuple, dict))
-                and not name.startswith("_")
-                and any(isinstance(item, nn.Module) for item in held)
-            ):
-                where, kind = f"{path}.{name}".lstrip("."), type(value).__name__
-                found.append(Hazard("unreachable-submodule", where,
-                                    f"{kind} of modules, not a ModuleList"))  # fmt: skip
+        found += _left_behind(path, module, majority)
+    half_on_cpu = [n for n, p in parameters.items() if p.dtype == torch.float16 and p.is_cpu]
+    if half_on_cpu:
+        found.append(Hazard("half-on-cpu", half_on_cpu[0],
+                            f"{len(half_on_cpu)} float16 parameters on the CPU"))  # fmt: skip
     trainable = [n for n, p in parameters.items() if p.requires_grad and p.dtype == torch.float16]
     if fine_tuning and trainable:
         found.append(Hazard("half-trainable", trainable[0],
                             f"{len(trainable)} trainable float16 parameters"))  # fmt: skip
-    if attention_mask is not None and attention_mask.is_floating_point():
+    if attention_mask is not None and _added_as_scores(attention_mask):
         found.append(Hazard("float-attention-mask", "attention_mask",
-                            f"{_dtype_name(attention_mask.dtype)} mask"))  # fmt: skip
+                            f"{_dtype_name(attention_mask.dtype)} mask of 0 and 1"))  # fmt: skip
     return found
+
+
+def _left_behind(path: str, module: nn.Module, majority: tuple[str, str]) -> list[Hazard]:
+    """Modules ``module`` holds in a plain list, tuple or dict (``.to()`` does not reach them)
+    whose tensors differ from the model's majority (device, dtype): the forward meets them
+    as they were. One moved by hand to match (as OmniLMM's fix does) is not flagged."""
+    found = []
+    for name, value in vars(module).items():
+        held = value.values() if isinstance(value, dict) else value
+        if not isinstance(value, (list, tuple, dict)) or name.startswith("_"):
+            continue
+        for item in [item for item in held if isinstance(item, nn.Module)]:
+            rows = audit(item)
+            odd = {(row.device, row.dtype) for row in rows if _is_floating(row.dtype)}
+            odd.discard(majority)
+            if odd:
+                device, dtype = sorted(odd)[0]
+                where = f"{path}.{name}".lstrip(".")
+                found.append(Hazard("unreachable-submodule", where,
+                                    f"{type(value).__name__} of modules, not a ModuleList: "
+                                    f"{dtype} on {device} in a {majority[1]} model on "
+                                    f"{majority[0]}"))  # fmt: skip
+                break
+    return found
+
+
+def _added_as_scores(mask: torch.Tensor) -> bool:
+    """A float mask of 0 and 1: attention adds a float mask to its scores, so "keep" (1) and
+    "drop" (0) become two offsets a step apart; a bool mask, or -inf for "drop", is applied."""
+    if not mask.is_floating_point() or mask.numel() == 0:
+        return False
+    zeros, ones = mask == 0, mask == 1
+    return bool((zeros | ones).all() and zeros.any() and ones.any())
+
+
+def pipeline_hazards(components: dict) -> list[Hazard]:
+    """The components of one pipeline (``pipe.components``) that hold another float dtype than
+    its denoiser (``unet`` / ``transformer``, else the largest): a pipeline called in one dtype
+    feeds each component tensors of that dtype."""
+    dtypes = {}
+    for name, component in components.items():
+        if isinstance(component, nn.Module):
+            _, dtype = _majority(audit(component))
+            if dtype != "-" and _is_floating(dtype):
+                dtypes[name] = (dtype, sum(p.numel() for p in component.parameters()))
+    if len({dtype for dtype, _ in dtypes.values()}) < 2:
+        return []
+    denoiser = next((name for name in ("unet", "transformer") if name in dtypes),
+                    max(dtypes, key=lambda name: dtypes[name][1]))  # fmt: skip
+    expected = dtypes[denoiser][0]
+    return [
+        Hazard("component-dtype-mix", name, f"{dtype} while the {denoiser} is {expected}")
+        for name, (dtype, _) in dtypes.items()
+        if dtype != expected
+    ]
+
+
+# Optimizer options that carry what rounding to a half weight drops (optimi's Kahan summation,
+# on by default for half parameters; torchao's stochastic rounding).
+COMPENSATED = {"kahan_sum": (None, True), "bf16_stochastic_round": (True,)}
+
+
+def optimizer_hazards(optimizer: torch.optim.Optimizer) -> list[Hazard]:
+    """Half-precision parameters an optimizer updates in place with nothing to carry the
+    rounding (no float32 master copy, no compensated summation): small updates round away."""
+    for option, compensating in COMPENSATED.items():
+        if option in optimizer.defaults and optimizer.defaults[option] in compensating:
+            return []
+    half = [
+        p for group in optimizer.param_groups for p in group["params"]
+        if p.dtype in (torch.float16, torch.bfloat16)
+    ]  # fmt: skip
+    if not half:
+        return []
+    detail = f"steps {len(half)} {_dtype_name(half[0].dtype)} parameters in place"
+    return [Hazard("half-optimizer", type(optimizer).__name__, detail)]
+
+
+def seen_hazards(*watchers) -> list[Hazard]:
+    """The hazards watchers saw while a model ran: MismatchGuard's first mismatch,
+    NonFiniteGuard's first inf/NaN producer, everything an OpWatch recorded."""
+    found = []
+    for watcher in watchers:
+        first = getattr(watcher, "first", None)
+        if isinstance(first, Mismatch):
+            found.append(Hazard("mismatched-input", first.module, first.describe()))
+        elif isinstance(first, NonFinite):
+            found.append(Hazard("non-finite-output", first.module, first.describe()))
+        found += getattr(watcher, "found", [])
+    return found
+
+
+class OpWatch(TorchFunctionMode):
+    """Context manager: record the hazards that show in the arguments of torch calls (a
+    ``TorchFunctionMode``, public API; each call runs unchanged): a float 0/1 mask given to
+    ``scaled_dot_product_attention``, an FFT asked for in half precision. ``.found`` lists the
+    first of each kind."""
+
+    FFTS = {getattr(torch.fft, name): name for name in (
+        "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
+        "rfftn", "irfftn", "hfft", "ihfft")}  # fmt: skip
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[Hazard] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.FFTS or func is F.scaled_dot_product_attention:
+            try:
+                self._inspect(func, args, kwargs)
+            except Exception:  # noqa: BLE001, S110 - watching must never break the model
+                pass
+        return func(*args, **kwargs)
+
+    def _inspect(self, func, args: tuple, kwargs: dict) -> None:
+        seen = {hazard.kind for hazard in self.found}
+        if func is F.scaled_dot_product_attention:
+            mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
+            if "float-attention-mask" not in seen and mask is not None and _added_as_scores(mask):
+                detail = f"attn_mask {_dtype_name(mask.dtype)} of 0 and 1"
+                self.found.append(
+                    Hazard("float-attention-mask", "scaled_dot_product_attention", detail)
+                )
+        elif "half-fft" not in seen:
+            data = kwargs.get("input", args[0] if args else None)
+            if isinstance(data, torch.Tensor) and data.dtype in HALF_DTYPES:
+                detail = f"input {_dtype_name(data.dtype)} on {data.device}"
+                self.found.append(Hazard("half-fft", f"torch.fft.{self.FFTS[func]}", detail))
 
 
 def format_hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> str:
@@ -590,9 +721,15 @@ def main(argv: list[str] | None = None) -> int:
     import importlib
 
     parser = argparse.ArgumentParser(prog="python -m shared.culprit", description=main.__doc__)
-    parser.add_argument("factory", help="module:callable returning an nn.Module")
+    parser.add_argument("factory", nargs="?", help="module:callable returning an nn.Module")
+    parser.add_argument("--list", action="store_true", help="list the hazard patterns")
     args = parser.parse_args(argv)
-    module_name, _, attribute = args.factory.partition(":")
+    if args.list:
+        for kind, hazard in HAZARDS.items():
+            print(f"{kind}: {hazard.meaning} (see cases/{hazard.case}; found by "
+                  f"{FINDERS[hazard.found_by]})")  # fmt: skip
+        return 0
+    module_name, _, attribute = (args.factory or "").partition(":")
     if not attribute:
         parser.error("give MODULE:FACTORY, e.g. my_project.models:build_model")
     model = getattr(importlib.import_module(module_name), attribute)()

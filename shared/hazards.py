@@ -1,29 +1,75 @@
-"""The hazard patterns ``shared.culprit.hazards`` finds in a model, each with the case that
-shows it failing (no torch here: the catalog validates ``case.toml``'s ``hazard`` against it)."""
+"""The hazard patterns of the gallery's cases, each with the case that shows it failing and what
+finds it (no torch here: the catalog validates ``case.toml``'s ``hazard`` against it).
+
+Some patterns are in a model's tensors; others only show while it runs, in what it is fed or
+what it produces, so the harness's watchers record them (``shared.culprit``)."""
 
 from typing import NamedTuple
+
+# What finds a pattern (the functions and watchers are in shared.culprit):
+FINDERS = {
+    "model": "hazards(model): the model's parameters, buffers and submodules",
+    "pipeline": "pipeline_hazards(components): the components of one pipeline",
+    "optimizer": "optimizer_hazards(optimizer): the parameters an optimizer steps",
+    "calls": "MismatchGuard: the tensors each module call is given, while it runs",
+    "values": "NonFiniteGuard: the outputs each module call returns, while it runs",
+    "ops": "OpWatch: the arguments of torch's attention and FFT calls, while it runs",
+}
 
 
 class HazardKind(NamedTuple):
     case: str  # the gallery case that shows this pattern failing
     meaning: str
+    found_by: str  # one of FINDERS
 
 
 HAZARDS = {
-    "float32-in-half": HazardKind("minicpm", "a float32 tensor meets half ones outside autocast"),
+    "float32-in-half": HazardKind(
+        "minicpm", "a float32 tensor meets half ones outside autocast", "model"
+    ),
     "keep-in-fp32-cast-away": HazardKind(
-        "t5-half", "a module transformers keeps float32 was cast to float16"
+        "t5-half", "a module transformers keeps float32 was cast to float16", "model"
     ),
     "rounded-buffer": HazardKind(
-        "rope-bf16", "a computed float buffer (RoPE's inv_freq) rounded to half"
+        "rope-bf16", "a computed float buffer (RoPE's inv_freq) rounded to half", "model"
     ),
     "unreachable-submodule": HazardKind(
-        "omnilmm", "a module held in a plain list or dict: .to() skips it"
+        "omnilmm", "a module held in a plain list or dict, left behind by .to()", "model"
     ),
     "half-trainable": HazardKind(
-        "lora-fp16-gradscaler", "float16 trainable parameters: GradScaler refuses them"
+        "lora-fp16-gradscaler", "float16 trainable parameters: GradScaler refuses them", "model"
+    ),
+    "half-on-cpu": HazardKind(
+        "cpu-fp16-kernels",
+        "float16 weights on the CPU: torch < 2.3 lacks many of its kernels",
+        "model",
+    ),
+    "component-dtype-mix": HazardKind(
+        "pipeline-component-dtype",
+        "a pipeline's components hold different float dtypes",
+        "pipeline",
+    ),
+    "half-optimizer": HazardKind(
+        "bf16-pure-training",
+        "an optimizer steps half weights directly: updates below their resolution round away",
+        "optimizer",
+    ),
+    "mismatched-input": HazardKind(
+        "xcomposer",
+        "a module was fed a tensor of another dtype or device than its weights",
+        "calls",
+    ),
+    "non-finite-output": HazardKind(
+        "sdxl-vae-fp16", "a module turned finite inputs into inf/NaN (float16's range)", "values"
     ),
     "float-attention-mask": HazardKind(
-        "chroma-float-mask", "a float mask is added to the attention scores, not applied"
+        "chroma-float-mask",
+        "a float 0/1 mask is added to the attention scores, not applied",
+        "ops",
+    ),
+    "half-fft": HazardKind(
+        "freeu-fft",
+        "an FFT asked for in half precision (bfloat16 anywhere, float16 on the CPU)",
+        "ops",
     ),
 }

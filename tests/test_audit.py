@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 
+import pytest
+import torch
 from conftest import ROOT
+from torch import nn
+from torch.nn import functional as F
 
-from shared.hazards import HAZARDS
+from shared.culprit import (
+    MismatchGuard,
+    NonFiniteGuard,
+    OpWatch,
+    hazards,
+    optimizer_hazards,
+    pipeline_hazards,
+    seen_hazards,
+)
+from shared.hazards import FINDERS, HAZARDS
 
 FACTORIES = """
 import torch
@@ -47,7 +61,8 @@ def audit(tmp_path, factory: str) -> subprocess.CompletedProcess:
 def test_a_hazard_in_your_model_is_named_with_the_case_that_shows_it(tmp_path):
     run = audit(tmp_path, "hazardous")
     assert run.returncode == 1, run.stderr
-    assert "unreachable-submodule at vision_tower: list of modules" in run.stdout
+    assert "unreachable-submodule at vision_tower: list of modules, not a ModuleList" in run.stdout
+    assert "float32 on cpu in a float16 model on cpu" in run.stdout
     assert "(see cases/omnilmm)" in run.stdout
 
 
@@ -62,6 +77,89 @@ def test_a_factory_that_returns_no_model_is_a_usage_error(tmp_path):
     assert run.returncode == 2 and "returned a int, not an nn.Module" in run.stderr
 
 
-def test_every_hazard_names_a_case():
+def test_every_hazard_names_a_case_and_what_finds_it():
     cases = {path.name for path in (ROOT / "cases").iterdir()}
     assert {kind.case for kind in HAZARDS.values()} <= cases
+    assert {kind.found_by for kind in HAZARDS.values()} <= set(FINDERS)
+
+
+def test_a_tower_moved_by_hand_to_match_is_not_left_behind():
+    model = _list_held_tower().to(torch.float16)
+    assert [h.kind for h in hazards(model)] == ["unreachable-submodule", "half-on-cpu"]
+    model.vision_tower[0].to(torch.float16)  # OmniLMM's fix: move the hidden tower too
+    assert [h.kind for h in hazards(model)] == ["half-on-cpu"]
+
+
+def _list_held_tower() -> nn.Module:
+    namespace: dict = {}
+    exec(FACTORIES, namespace)  # noqa: S102 - the test's own model source, shared with the CLI test
+    return namespace["ListHeldTower"]()
+
+
+@pytest.mark.parametrize(
+    ("mask", "flagged"),
+    [
+        (torch.tensor([[1.0, 1.0, 0.0]]), True),  # keep/drop as 1/0: added, not applied
+        (torch.tensor([[0.0, 0.0, float("-inf")]]), False),  # an additive mask
+        (torch.tensor([[True, True, False]]), False),  # a bool mask is applied
+        (torch.ones(1, 3), False),  # a constant offset: softmax does not see it
+    ],
+)
+def test_only_a_float_mask_of_zeros_and_ones_is_a_hazard(mask, flagged):
+    model = nn.Linear(4, 4)
+    assert any(h.kind == "float-attention-mask" for h in hazards(model, mask)) == flagged
+    query = torch.randn(1, 1, 3, 8)
+    with OpWatch() as ops:
+        F.scaled_dot_product_attention(query, query, query, attn_mask=mask)
+    assert [h.kind for h in ops.found] == (["float-attention-mask"] if flagged else [])
+
+
+def test_op_watch_records_a_half_fft_and_not_a_float32_one():
+    with OpWatch() as ops:
+        torch.fft.fftn(torch.randn(8, 8))
+        assert ops.found == []
+        with contextlib.suppress(RuntimeError):  # CPU torch refuses a bfloat16 FFT
+            torch.fft.fftn(torch.randn(8, 8, dtype=torch.bfloat16))
+    assert [(h.kind, h.where) for h in ops.found] == [("half-fft", "torch.fft.fftn")]
+
+
+def test_pipeline_components_in_another_dtype_than_the_denoiser_are_named():
+    components = {"unet": nn.Linear(4, 4).half(), "vae": nn.Conv2d(3, 3, 1), "tokenizer": None,
+                  "text_encoder": nn.Linear(4, 4).half()}  # fmt: skip
+    found = pipeline_hazards(components)
+    assert [(h.kind, h.where) for h in found] == [("component-dtype-mix", "vae")]
+    assert "float32 while the unet is float16" in found[0].detail
+    components["vae"].half()
+    assert pipeline_hazards(components) == []
+
+
+def test_an_optimizer_stepping_half_weights_is_a_hazard_unless_it_compensates():
+    half = nn.Linear(4, 4).to(torch.bfloat16)
+    found = optimizer_hazards(torch.optim.AdamW(half.parameters(), lr=1e-5))
+    assert [(h.kind, h.where) for h in found] == [("half-optimizer", "AdamW")]
+    assert optimizer_hazards(torch.optim.AdamW(nn.Linear(4, 4).parameters(), lr=1e-5)) == []
+    optimi = pytest.importorskip("optimi")
+    assert optimizer_hazards(optimi.AdamW(half.parameters(), lr=1e-5)) == []  # Kahan: default
+    uncompensated = optimi.AdamW(half.parameters(), lr=1e-5, kahan_sum=False)
+    assert [h.kind for h in optimizer_hazards(uncompensated)] == ["half-optimizer"]
+
+
+def test_what_the_guards_saw_becomes_hazards():
+    model = nn.Sequential(nn.Linear(4, 4).half())
+    with MismatchGuard(model) as calls, contextlib.suppress(RuntimeError):
+        model(torch.randn(2, 4))
+    overflow = nn.Sequential(nn.Linear(1, 1).half())
+    nn.init.constant_(overflow[0].weight, 60000.0)
+    with NonFiniteGuard(overflow) as values:
+        overflow(torch.full((1, 1), 4.0, dtype=torch.float16))
+    kinds = [h.kind for h in seen_hazards(calls, values)]
+    assert kinds == ["mismatched-input", "non-finite-output"]
+    assert seen_hazards(MismatchGuard(), NonFiniteGuard(), OpWatch()) == []
+
+
+def test_the_hazard_list_names_each_case_and_finder():
+    run = subprocess.run([sys.executable, "-m", "shared.culprit", "--list"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert len(run.stdout.splitlines()) == len(HAZARDS)
+    assert "half-fft: " in run.stdout and "(see cases/freeu-fft; found by OpWatch" in run.stdout

@@ -201,3 +201,19 @@ def test_a_skip_gives_the_reason_of_the_requirement_that_failed(tmp_path):
         "needs transformers>=4.37, found 4.36.2 (SigLIP arrived in 4.37)")  # fmt: skip
     no_gpu = Platform({"torch": "2.13.0", "transformers": "4.57.3"})
     assert skip_reason(broken.requires, no_gpu) == "needs CUDA, no CUDA device here (the CUDA text)"
+
+
+def test_a_when_entry_may_say_what_the_audit_finds_there(tmp_path):
+    toml = GOOD.replace('family = "dtype-mix"', 'family = "dtype-mix"\nhazard = "half-fft"')
+    toml = toml.replace("message = 'old text'", 'expect = "absent"\n  audit = "clean"')
+    toml = toml.replace('script = "broken.py"', 'script = "broken.py"\naudit = "flagged"')
+    broken = load_case("demo", make_case(tmp_path, toml)).variants[0]
+    assert broken.audits
+    assert broken.audit_for({"torch": "2.0.1"}, "cuda") == "clean"
+    assert broken.audit_for({"torch": "2.13.0"}, "cuda") == "flagged"
+
+
+def test_an_audit_in_a_when_entry_needs_the_case_hazard(tmp_path):
+    toml = GOOD.replace("message = 'old text'", 'audit = "flagged"')
+    with pytest.raises(CaseError, match="audit needs the case's hazard"):
+        load_case("demo", make_case(tmp_path, toml))

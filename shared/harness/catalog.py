@@ -62,7 +62,7 @@ CASE_KEYS = ("title", "summary", "cause", "phrases", "project", "issue", "family
 VARIANT_KEYS = ("name", "script", "timeout", "launcher", "ranks", "requires", "when", "fixes",
                 "audit", *EXPECTATION_KEYS)  # fmt: skip
 AUDITS = ("flagged", "clean")  # what shared.culprit.hazards says of a variant's models
-WHEN_KEYS = ("device", *VERSIONED_PACKAGES, *EXPECTATION_KEYS)
+WHEN_KEYS = ("device", *VERSIONED_PACKAGES, *EXPECTATION_KEYS, "audit")
 REQUIRES_KEYS = ("cuda", "gpus", "packages", "cpu_packages", "reason")
 
 
@@ -126,6 +126,7 @@ class Condition:
     packages: dict[str, SpecifierSet]
     device: str
     expectation: Expectation
+    audit: str = ""  # the audit's finding where it holds ("" keeps the variant's)
 
     def holds(self, versions: dict[str, str | None], device: str) -> bool:
         if self.device and self.device != device:
@@ -167,6 +168,18 @@ class Variant:
             if condition.holds(versions, device):
                 return condition.expectation
         return self.expectation
+
+    @property
+    def audits(self) -> bool:
+        """Whether case.toml says what the audit finds in this variant (here or in a ``when``)."""
+        return bool(self.audit or any(condition.audit for condition in self.conditions))
+
+    def audit_for(self, versions: dict[str, str | None], device: str) -> str:
+        """The audit's finding: the first ``when`` entry that holds may say another."""
+        for condition in self.conditions:
+            if condition.holds(versions, device):
+                return condition.audit or self.audit
+        return self.audit
 
 
 @dataclass(frozen=True)
@@ -225,8 +238,6 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
     hazard = _optional_str(data, "hazard", where)
     if hazard and hazard not in HAZARDS:
         raise CaseError(f"{where}: hazard must be one of {sorted(HAZARDS)} (shared/hazards.py)")
-    if any(v.get("audit") for v in data.get("variant", []) if isinstance(v, dict)) and not hazard:
-        raise CaseError(f"{where}: a variant's audit needs the case's hazard = '<kind>'")
     era_start = data.get("era_start")
     if type(era_start) is not datetime.date:
         raise CaseError(f"{where}: era_start = YYYY-MM-DD (a TOML date, no quotes) is required: "
@@ -259,6 +270,8 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
                             "fixes another")  # fmt: skip
     if not any(v.expectation.expect == "pass" for v in variants):
         raise CaseError(f"{where}: a case needs at least one variant with expect = 'pass'")
+    if any(v.audits for v in variants) and not hazard:
+        raise CaseError(f"{where}: a variant's audit needs the case's hazard = '<kind>'")
     return Case(
         name=name,
         folder=folder,
@@ -371,7 +384,7 @@ def _parse_expectation(raw: dict, where: str) -> Expectation:
 def _parse_condition(raw: dict, base: Expectation, where: str) -> Condition:
     _only_keys(raw, set(WHEN_KEYS), where)
     overrides = {k: raw[k] for k in EXPECTATION_KEYS if k in raw}
-    if not overrides:
+    if not overrides and "audit" not in raw:
         raise CaseError(f"{where}: a 'when' entry must override something")
     if raw.get("device", "cpu") not in ("cpu", "cuda"):
         raise CaseError(f"{where}: device must be 'cpu' or 'cuda'")
@@ -397,6 +410,7 @@ def _parse_condition(raw: dict, base: Expectation, where: str) -> Condition:
         packages={p: _specifier(raw[p], where) for p in VERSIONED_PACKAGES if p in raw},
         device=raw.get("device", ""),
         expectation=_parse_expectation(merged, where),
+        audit=_audit(raw, where),
     )
 
 

@@ -24,8 +24,9 @@ from shared.harness.report import ErrorRecord, ProcessResult, WarningRecord
 from shared.record import HARNESS_VARIABLE, RECORD
 
 RANK_VARIABLE = "RANK"  # set by torchrun for each rank
-# Set by the runner for a variant whose failure raises nothing: watch for inf/NaN producers.
-WATCH_VALUES_VARIABLE = "GALLERY_WATCH_VALUES"
+# Set by the runner to the watchers a variant needs besides the always-on MismatchGuard:
+# "values" (inf/NaN producers: a failure that raises nothing), "ops" (attention and FFT calls).
+WATCH_VARIABLE = "GALLERY_WATCH"
 
 
 def execute(script: Path, result_path: Path) -> int:
@@ -36,9 +37,9 @@ def execute(script: Path, result_path: Path) -> int:
     started = time.perf_counter()
     result = ProcessResult(rank=os.environ.get(RANK_VARIABLE))
     gallery = (script.parent.resolve(), SHARED_DIR)  # the gallery's own code, not a library's
-    guard, values = _mismatch_guard(), _value_guard()
+    guard, values, ops = _mismatch_guard(), _value_guard(), _op_watch()
     try:
-        with guard, values, _recording_warnings(result.warnings):
+        with guard, values, ops, _recording_warnings(result.warnings):
             namespace = None  # the script's globals: its models stay alive while named
             try:
                 namespace = runpy.run_path(str(script), run_name="__main__")
@@ -46,7 +47,7 @@ def execute(script: Path, result_path: Path) -> int:
                 for watcher in (guard, values):
                     if hasattr(watcher, "resolve_paths"):
                         watcher.resolve_paths()
-                result.hazards = _hazards(namespace or _raising_globals(script))
+                result.hazards = _hazards(namespace or _raising_globals(script), guard, values, ops)
                 del namespace
     except SystemExit as exc:
         if exc.code not in (None, 0):
@@ -107,40 +108,60 @@ def _raising_globals(script: Path) -> dict:
     return {}
 
 
-def _hazards(namespace: dict) -> list[dict]:
-    """The hazard patterns (shared.culprit.hazards) of every model the script holds at its end:
-    its nn.Modules, and the components of its pipelines."""
+def _hazards(namespace: dict, *watchers) -> list[dict]:
+    """The hazard patterns (shared.culprit) of every model, pipeline and optimizer the script
+    holds at its end, and those its watchers saw while it ran."""
     try:
-        from torch import nn
+        from torch import nn, optim
 
-        from shared.culprit import hazards
+        from shared.culprit import hazards, optimizer_hazards, pipeline_hazards, seen_hazards
     except ImportError:
         return []
-    models = {}
+    models, found = {}, []
     for name, value in namespace.items():
         components = getattr(value, "components", None)
         if isinstance(value, nn.Module):
             models[name] = value
+        elif isinstance(value, optim.Optimizer):
+            found += _named(name, optimizer_hazards, value)
         elif isinstance(components, dict):
             models.update({f"{name}.{k}": v for k, v in components.items()
                            if isinstance(v, nn.Module)})  # fmt: skip
+            found += _named(name, pipeline_hazards, components)
     inside = {id(m) for model in models.values() for m in list(model.modules())[1:]}
-    found = []
     for name, model in models.items():
-        if id(model) in inside:
-            continue  # a part of another model the script holds: audited as part of it
-        try:
-            found += [{"model": name, "case": h.case, **dataclasses.asdict(h)}
-                      for h in hazards(model)]  # fmt: skip
-        except Exception:  # noqa: BLE001, S112 - auditing must never break a verdict
-            continue
-    return found
+        if id(model) not in inside:  # a part of another model is audited as part of it
+            found += _named(name, hazards, model)
+    return found + _named("", seen_hazards, *watchers)
+
+
+def _named(name: str, find, *subjects) -> list[dict]:
+    """``find(*subjects)`` as records naming what they were found in."""
+    try:
+        return [{"model": name, "case": h.case, **dataclasses.asdict(h)} for h in find(*subjects)]
+    except Exception:  # noqa: BLE001 - auditing must never break a verdict
+        return []
+
+
+def _watching(name: str) -> bool:
+    return name in os.environ.get(WATCH_VARIABLE, "").split()
+
+
+def _op_watch():
+    """Record a float 0/1 mask reaching attention or a half FFT, when the runner asks for it."""
+    if not _watching("ops"):
+        return contextlib.nullcontext()
+    try:
+        from shared.culprit import OpWatch
+    except ImportError:
+        return contextlib.nullcontext()
+    return OpWatch()
 
 
 def _value_guard():
     """For a variant whose failure raises nothing: name the module that first produced inf or
     NaN from finite inputs (record only), when the runner asks for it."""
-    if not os.environ.get(WATCH_VALUES_VARIABLE):
+    if not _watching("values"):
         return contextlib.nullcontext()
     try:
         from shared.culprit import NonFiniteGuard

@@ -233,10 +233,15 @@ class _Child:
             os._exit(exit_code)
 
     def _watch(self) -> dict[str, str]:
-        """The executor's inf/NaN producer watch, for the variants that may fail silently."""
-        from shared.harness.executor import WATCH_VALUES_VARIABLE
+        """The executor's watchers this variant needs: the inf/NaN producer watch where it may
+        fail silently, and the watcher that finds its case's hazard where it is audited."""
+        from shared.harness.executor import WATCH_VARIABLE
+        from shared.hazards import HAZARDS
 
-        return {WATCH_VALUES_VARIABLE: "1"} if self.job.variant.may_fail_silently else {}
+        watchers = {"values"} if self.job.variant.may_fail_silently else set()
+        if self.job.variant.audits and self.job.case.hazard:
+            watchers.add(HAZARDS[self.job.case.hazard].found_by)
+        return {WATCH_VARIABLE: " ".join(sorted(watchers))} if watchers else {}
 
     def poll(self) -> int | None:
         if self.process is not None:
