@@ -28,6 +28,9 @@ PRODUCER = (
     "TinyMiniCPMV.resampler.kv_proj (Linear): output float16 with 3 of 64 elements inf/NaN, "
     "from finite float16 inputs of max |x| 9.1"
 )
+# as the executor records a hazard (shared.culprit.hazards)
+HAZARD = {"model": "model", "case": "minicpm", "kind": "float32-in-half",
+          "where": "resampler.pos_embed", "detail": "float32 in a bfloat16 model"}  # fmt: skip
 VERSIONS = {"torch": "2.13.0+cpu", "transformers": "5.23.0", "diffusers": "0.42.1",
             "peft": "0.21.2", "accelerate": "1.15.0"}  # fmt: skip
 
@@ -65,6 +68,7 @@ def report(cuda_devices: tuple[str, ...] = ()) -> CaseReport:
                 error=error,
                 culprit=culprit,
                 output_tail=f"resampler.pos_embed: torch.float32\n{MESSAGE}",
+                hazards=[HAZARD],
             ),  # fmt: skip
             variant_entry("broken_trainer", "REPRODUCED", error=error),
             variant_entry("control_trainer_forward", "SKIPPED", note="a note on the control"),
@@ -196,6 +200,14 @@ def test_silent_failures_are_shown_apart_from_exceptions(built):
     assert "REPRODUCED raises nothing" in text
     assert "fixed_per_component embedding error max_abs_err 26.9" in text
     assert f"fixed_per_component: {PRODUCER}" in text  # where its inf/NaN began
+
+
+def test_the_case_page_says_where_the_audit_found_the_hazard(built):
+    text = visible_text(page_html(built, "minicpm/index.html"))
+    assert "float32-in-half: a float32 tensor meets half ones outside autocast" in text
+    assert "broken: flagged at resampler.pos_embed: float32 in a bfloat16 model" in text
+    assert "fixed: clean" in text
+    assert "control_trainer_forward:" not in text.split("The hazard the audit looks for")[1][:400]
 
 
 def test_matrix_is_a_set_by_variant_table(built):

@@ -45,6 +45,7 @@ from shared.harness.report import (
     Verdict,
 )
 from shared.harness.site.timeline import timeline_svg
+from shared.hazards import FINDERS, HAZARDS
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
 # Written into every built site: `build` only ever wipes a folder that holds it.
@@ -111,6 +112,7 @@ class CasePage:
     checks: list[dict]  # {"variant", **check}
     measurements: list[dict]  # {"variant", **measurement}: symptoms of silent failures
     producers: list[dict]  # {"variant", "description"}: where a silent variant's inf/NaN began
+    audits: list[dict]  # {"variant", "found": [where: detail]}: the case's hazard, per variant
     outputs: list[dict]  # {"variant", "tail"}: what each variant printed, last lines
     matrix: MatrixTable | None
     flips: list[str]
@@ -239,6 +241,18 @@ def case_page(
             {"variant": name, "description": verdict.producer["description"]}
             for name, verdict in entries.items()
             if verdict.producer
+        ],
+        audits=[
+            {
+                "variant": name,
+                "found": [
+                    f"{h['where']}: {h['detail']}"
+                    for h in verdict.hazards
+                    if h["kind"] == case.hazard
+                ],
+            }  # fmt: skip
+            for name, verdict in entries.items()
+            if case.hazard and verdict.kind != SKIPPED
         ],
         outputs=[
             {"variant": name, "tail": verdict.output_tail}
@@ -403,6 +417,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["verdict_class"] = verdict_class
+    env.globals.update(hazards=HAZARDS, finders=FINDERS)
     return env
 
 
