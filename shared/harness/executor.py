@@ -27,6 +27,7 @@ RANK_VARIABLE = "RANK"  # set by torchrun for each rank
 # Set by the runner to the watchers a variant needs besides the always-on MismatchGuard:
 # "values" (inf/NaN producers: a failure that raises nothing), "ops" (attention and FFT calls).
 WATCH_VARIABLE = "GALLERY_WATCH"
+WATCHERS = {"values": "NonFiniteGuard", "ops": "OpWatch"}  # shared.culprit's, record only
 
 
 def execute(script: Path, result_path: Path) -> int:
@@ -37,7 +38,7 @@ def execute(script: Path, result_path: Path) -> int:
     started = time.perf_counter()
     result = ProcessResult(rank=os.environ.get(RANK_VARIABLE))
     gallery = (script.parent.resolve(), SHARED_DIR)  # the gallery's own code, not a library's
-    guard, values, ops = _mismatch_guard(), _value_guard(), _op_watch()
+    guard, values, ops = _mismatch_guard(), _optional_watcher("values"), _optional_watcher("ops")
     try:
         with guard, values, ops, _recording_warnings(result.warnings):
             namespace = None  # the script's globals: its models stay alive while named
@@ -143,31 +144,15 @@ def _named(name: str, find, *subjects) -> list[dict]:
         return []
 
 
-def _watching(name: str) -> bool:
-    return name in os.environ.get(WATCH_VARIABLE, "").split()
-
-
-def _op_watch():
-    """Record a float 0/1 mask reaching attention or a half FFT, when the runner asks for it."""
-    if not _watching("ops"):
+def _optional_watcher(name: str):
+    """The watcher ``name`` (see WATCHERS) when the runner asks for it, else a no-op context."""
+    if name not in os.environ.get(WATCH_VARIABLE, "").split():
         return contextlib.nullcontext()
     try:
-        from shared.culprit import OpWatch
-    except ImportError:
+        import shared.culprit
+    except ImportError:  # no torch here: nothing to watch
         return contextlib.nullcontext()
-    return OpWatch()
-
-
-def _value_guard():
-    """For a variant whose failure raises nothing: name the module that first produced inf or
-    NaN from finite inputs (record only), when the runner asks for it."""
-    if not _watching("values"):
-        return contextlib.nullcontext()
-    try:
-        from shared.culprit import NonFiniteGuard
-    except ImportError:
-        return contextlib.nullcontext()
-    return NonFiniteGuard()
+    return getattr(shared.culprit, WATCHERS[name])()
 
 
 def _first_producer(values) -> dict | None:

@@ -235,12 +235,13 @@ class _Child:
     def _watch(self) -> dict[str, str]:
         """The executor's watchers this variant needs: the inf/NaN producer watch where it may
         fail silently, and the watcher that finds its case's hazard where it is audited."""
-        from shared.harness.executor import WATCH_VARIABLE
+        from shared.harness.executor import WATCH_VARIABLE, WATCHERS
         from shared.hazards import HAZARDS
 
         watchers = {"values"} if self.job.variant.may_fail_silently else set()
         if self.job.variant.audits and self.job.case.hazard:
             watchers.add(HAZARDS[self.job.case.hazard].found_by)
+        watchers &= set(WATCHERS)  # the rest look at the end state, or always watch
         return {WATCH_VARIABLE: " ".join(sorted(watchers))} if watchers else {}
 
     def poll(self) -> int | None:
