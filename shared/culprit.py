@@ -566,6 +566,7 @@ def hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> lis
                     Hazard("keep-in-fp32-cast-away", path, f"float16, listed in {attribute}")
                 )
         found += _left_behind(path, module, majority)
+    found += _lossy_merge(model)
     half_on_cpu = [n for n, p in parameters.items() if p.dtype == torch.float16 and p.is_cpu]
     if half_on_cpu:
         found.append(Hazard("half-on-cpu", half_on_cpu[0],
@@ -602,6 +603,55 @@ def _left_behind(path: str, module: nn.Module, majority: tuple[str, str]) -> lis
                                     f"{majority[0]}"))  # fmt: skip
                 break
     return found
+
+
+QUANTIZED_PARAMETERS = {"Params4bit": "4-bit", "Int8Params": "8-bit"}  # bitsandbytes' classes
+
+
+def _lossy_merge(model: nn.Module) -> list[Hazard]:
+    """A peft model whose adapters are gone (``merge_and_unload()``) from layers that hold 4-bit
+    or half weights: the merge rounded W + BA to them (qlora-merge-4bit: the 4-bit delta is
+    lost, bfloat16 keeps 72% of it). Adapters still attached are not flagged (QLoRA training)."""
+    if not getattr(model, "peft_config", None) or not hasattr(model, "base_model"):
+        return []
+    if any(hasattr(module, "lora_A") for module in model.modules()):
+        return []  # adapters attached: nothing merged yet
+    lossy = {}
+    for name, module in _targeted_modules(model):
+        weight = getattr(module, "weight", None)
+        if not isinstance(weight, torch.Tensor):
+            continue
+        if type(weight).__name__ in QUANTIZED_PARAMETERS:
+            lossy[name] = QUANTIZED_PARAMETERS[type(weight).__name__]
+        elif weight.dtype in (torch.float16, torch.bfloat16):
+            lossy[name] = _dtype_name(weight.dtype)
+    if not lossy:
+        return []
+    first, kinds = next(iter(lossy)), sorted(set(lossy.values()))
+    detail = f"adapters merged into {len(lossy)} layers of {' and '.join(kinds)} weights"
+    return [Hazard("lossy-merge", first, detail)]
+
+
+def _targeted_modules(peft_model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
+    """The modules of a peft model's base that its configs target: peft's own list (from 0.8),
+    else each config's ``target_modules`` (a regex over the whole name, or name suffixes)."""
+    base = peft_model.base_model.model
+    listed = getattr(peft_model.base_model, "targeted_module_names", None)
+    if listed:
+        yield from ((name, base.get_submodule(name)) for name in listed)
+        return
+    targets = [
+        getattr(config, "target_modules", None) for config in peft_model.peft_config.values()
+    ]
+    for name, module in base.named_modules():
+        for target in filter(None, targets):
+            if isinstance(target, str):
+                hit = re.fullmatch(target, name) is not None
+            else:
+                hit = any(name == t or name.endswith(f".{t}") for t in target)
+            if hit:
+                yield name, module
+                break
 
 
 def _added_as_scores(mask: torch.Tensor) -> bool:

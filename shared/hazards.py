@@ -44,6 +44,11 @@ HAZARDS = {
         "float16 weights on the CPU: torch < 2.3 lacks many of its kernels",
         "model",
     ),
+    "lossy-merge": HazardKind(
+        "qlora-merge-4bit",
+        "LoRA adapters merged into 4-bit or half weights: W + BA is rounded to them",
+        "model",
+    ),
     "component-dtype-mix": HazardKind(
         "pipeline-component-dtype",
         "a pipeline's components hold different float dtypes",

@@ -163,3 +163,29 @@ def test_the_hazard_list_names_each_case_and_finder():
     assert run.returncode == 0, run.stderr
     assert len(run.stdout.splitlines()) == len(HAZARDS)
     assert "half-fft: " in run.stdout and "(see cases/freeu-fft; found by OpWatch" in run.stdout
+
+
+class TwoLinears(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up, self.down = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.down(self.up(x))
+
+
+@pytest.mark.parametrize("peft_lists_its_targets", [True, False])  # peft >= 0.8 / 0.6-0.7
+def test_adapters_merged_into_half_weights_are_a_lossy_merge(peft_lists_its_targets):
+    peft = pytest.importorskip("peft")
+
+    def merged(dtype: torch.dtype):
+        config = peft.LoraConfig(r=2, target_modules=["up", "down"])
+        model = peft.get_peft_model(TwoLinears().to(dtype), config)
+        assert not [h for h in hazards(model) if h.kind == "lossy-merge"]  # attached: training
+        if not peft_lists_its_targets:
+            model.base_model.targeted_module_names = []
+        model.merge_and_unload()
+        return [(h.where, h.detail) for h in hazards(model) if h.kind == "lossy-merge"]
+
+    assert merged(torch.bfloat16) == [("up", "adapters merged into 2 layers of bfloat16 weights")]
+    assert merged(torch.float32) == []
