@@ -213,7 +213,14 @@ def test_a_when_entry_may_say_what_the_audit_finds_there(tmp_path):
     assert broken.audit_for({"torch": "2.13.0"}, "cuda") == "flagged"
 
 
-def test_an_audit_in_a_when_entry_needs_the_case_hazard(tmp_path):
+def test_flagged_or_clean_needs_the_case_hazard_a_named_kind_does_not(tmp_path):
     toml = GOOD.replace("message = 'old text'", 'audit = "flagged"')
-    with pytest.raises(CaseError, match="audit needs the case's hazard"):
+    with pytest.raises(CaseError, match="'flagged' / 'clean' needs the case's hazard"):
         load_case("demo", make_case(tmp_path, toml))
+    toml = GOOD.replace('script = "broken.py"', 'script = "broken.py"\naudit = "half-fft"')
+    (tmp_path / "named").mkdir()
+    assert load_case("demo", make_case(tmp_path / "named", toml)).variants[0].audit == "half-fft"
+    toml = GOOD.replace('script = "broken.py"', 'script = "broken.py"\naudit = "hazardous"')
+    (tmp_path / "unknown").mkdir()
+    with pytest.raises(CaseError, match="or a hazard kind of shared/hazards.py"):
+        load_case("demo", make_case(tmp_path / "unknown", toml))

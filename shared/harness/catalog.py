@@ -61,7 +61,9 @@ CASE_KEYS = ("title", "summary", "cause", "phrases", "project", "issue", "family
              "era", "era_start", "requires", "variant")  # fmt: skip
 VARIANT_KEYS = ("name", "script", "timeout", "launcher", "ranks", "requires", "when", "fixes",
                 "audit", *EXPECTATION_KEYS)  # fmt: skip
-AUDITS = ("flagged", "clean")  # what shared.culprit.hazards says of a variant's models
+# What the audit (shared.culprit) finds in a variant: the case's hazard ("flagged"), not it
+# ("clean"), or another pattern named by its kind (a variant that fails another way).
+AUDITS = ("flagged", "clean")
 WHEN_KEYS = ("device", *VERSIONED_PACKAGES, *EXPECTATION_KEYS, "audit")
 REQUIRES_KEYS = ("cuda", "gpus", "packages", "cpu_packages", "reason")
 
@@ -174,6 +176,11 @@ class Variant:
         """Whether case.toml says what the audit finds in this variant (here or in a ``when``)."""
         return bool(self.audit or any(condition.audit for condition in self.conditions))
 
+    @property
+    def audit_kinds(self) -> set[str]:
+        """The audit values this variant declares, here and in its ``when`` entries."""
+        return {a for a in (self.audit, *(c.audit for c in self.conditions)) if a}
+
     def audit_for(self, versions: dict[str, str | None], device: str) -> str:
         """The audit's finding: the first ``when`` entry that holds may say another."""
         for condition in self.conditions:
@@ -270,8 +277,8 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
                             "fixes another")  # fmt: skip
     if not any(v.expectation.expect == "pass" for v in variants):
         raise CaseError(f"{where}: a case needs at least one variant with expect = 'pass'")
-    if any(v.audits for v in variants) and not hazard:
-        raise CaseError(f"{where}: a variant's audit needs the case's hazard = '<kind>'")
+    if any(v.audit_kinds - set(HAZARDS) for v in variants) and not hazard:
+        raise CaseError(f"{where}: audit = 'flagged' / 'clean' needs the case's hazard = '<kind>'")
     return Case(
         name=name,
         folder=folder,
@@ -330,8 +337,9 @@ def _parse_variant(raw: dict, folder: Path, case_requires: Requirements, where: 
 
 def _audit(raw: dict, where: str) -> str:
     audit = _optional_str(raw, "audit", where)
-    if audit and audit not in AUDITS:
-        raise CaseError(f"{where}: audit must be one of {AUDITS}, got {audit!r}")
+    if audit and audit not in AUDITS and audit not in HAZARDS:
+        raise CaseError(f"{where}: audit must be one of {AUDITS} or a hazard kind of "
+                        f"shared/hazards.py, got {audit!r}")  # fmt: skip
     return audit
 
 
