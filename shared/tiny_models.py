@@ -61,6 +61,39 @@ def knob(name: str, default: float, realistic: tuple[float, float]) -> float:
     return value
 
 
+# The diffusion cases' tiny AutoencoderKL: Stable Diffusion's layout (encoder and decoder blocks,
+# 4 latent channels) at two blocks of 8 and 16 channels. AutoencoderKL(**TINY_VAE, sample_size=N).
+TINY_VAE = {
+    "block_out_channels": (8, 16),
+    "down_block_types": ("DownEncoderBlock2D",) * 2,
+    "up_block_types": ("UpDecoderBlock2D",) * 2,
+    "layers_per_block": 1,
+    "latent_channels": 4,
+    "norm_num_groups": 4,
+}
+
+
+def long_rope_llama_config():
+    """The RoPE cases' tiny Llama config (rope-bf16, fsdp-buffer-dtype-rope): one layer, 4096
+    positions, so the angles at positions > 2000 show a rounded inv_freq."""
+    from transformers import LlamaConfig
+
+    # The weights' init std: real Llama checkpoints are built with 0.02; 0.3 makes attention
+    # sharp enough for the logits to show the rotated angles (bfloat16 weights alone then stay
+    # within 1 of float32). The symptom judged (the cos table) does not depend on it.
+    initializer_range = knob("initializer_range", 0.3, (0.02, 0.3))
+    return LlamaConfig(
+        vocab_size=256,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=4096,
+        initializer_range=initializer_range,
+    )
+
+
 def save_pretrained_to_temp(model) -> Path:
     """Save ``model`` (a PreTrainedModel / ModelMixin) to a temporary folder and return it.
 

@@ -18,7 +18,7 @@ from diffusers.utils import logging as diffusers_logging
 from transformers import BertConfig, BertModel, LlamaConfig, LlamaForCausalLM
 
 from shared.checks import record_device
-from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp, tiny_seed
+from shared.tiny_models import TINY_VAE, quiet_hf_logging, save_pretrained_to_temp, tiny_seed
 
 VOCAB, TOKENS = 256, 12  # token ids of the example input
 IMAGE_SIZE = 16  # pixels; the VAE halves it once: 8 x 8 latents
@@ -65,12 +65,7 @@ def save_tiny_vae() -> Path:
     """An AutoencoderKL with two blocks (8, 16 channels), Stable Diffusion's layout; its folder."""
     tiny_seed(0)
     vae = AutoencoderKL(
-        block_out_channels=(8, 16),
-        down_block_types=("DownEncoderBlock2D",) * 2,
-        up_block_types=("UpDecoderBlock2D",) * 2,
-        layers_per_block=1,
-        latent_channels=4,
-        norm_num_groups=4,
+        **TINY_VAE,
         sample_size=IMAGE_SIZE,
     )
     return save_pretrained_to_temp(vae)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import copy
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
 from shared.distributed import one_gloo_rank as gloo_rank
-from shared.tiny_models import knob, quiet_hf_logging, tiny_seed
+from shared.tiny_models import long_rope_llama_config, quiet_hf_logging, tiny_seed
 
 quiet_hf_logging()
 
@@ -39,20 +39,7 @@ def one_gloo_rank():
 def build_llama() -> LlamaForCausalLM:
     """The tiny Llama in float32, seeded, in eval mode (no dropout: comparable to a reference)."""
     tiny_seed(0)
-    # The weights' init std: real Llama checkpoints are built with 0.02; 0.3 makes attention
-    # sharp enough for the logits to show the rotated angles. The judged symptom, the cos
-    # table RoPE hands to attention, does not depend on it.
-    initializer_range = knob("initializer_range", 0.3, (0.02, 0.3))
-    config = LlamaConfig(
-        vocab_size=256,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=4096,
-        initializer_range=initializer_range,
-    )
+    config = long_rope_llama_config()
     return LlamaForCausalLM(config).eval()
 
 

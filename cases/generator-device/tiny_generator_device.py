@@ -20,7 +20,7 @@ from diffusers import (
 )
 from diffusers.utils import logging as diffusers_logging
 
-from shared.tiny_models import save_pretrained_to_temp, tiny_seed
+from shared.tiny_models import TINY_VAE, save_pretrained_to_temp, tiny_seed
 
 IMAGE_SIZE = 16  # pixels; the VAE halves it: 8 x 8 latents
 TEXT_DIM, POOLED_DIM, TEXT_TOKENS = 8, 8, 4  # the two text encoders' outputs, stand-ins
@@ -49,12 +49,7 @@ def _unet() -> UNet2DConditionModel:
 
 def _vae() -> AutoencoderKL:
     return AutoencoderKL(
-        block_out_channels=(8, 16),
-        down_block_types=("DownEncoderBlock2D",) * 2,
-        up_block_types=("UpDecoderBlock2D",) * 2,
-        layers_per_block=1,
-        latent_channels=4,
-        norm_num_groups=4,
+        **TINY_VAE,
         sample_size=IMAGE_SIZE,
         scaling_factor=0.13025,  # SDXL's
     )

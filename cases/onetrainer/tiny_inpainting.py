@@ -24,7 +24,7 @@ from diffusers import AutoencoderKL, DDIMScheduler, DDPMScheduler, UNet2DConditi
 from diffusers.utils import logging as diffusers_logging
 from PIL import Image
 
-from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp
+from shared.tiny_models import TINY_VAE, quiet_hf_logging, save_pretrained_to_temp
 
 IMAGE_SIZE = 16  # pixels; the VAE halves it: 8x8 latents
 BATCH = 2
@@ -56,13 +56,8 @@ def save_tiny_models() -> dict[str, Path]:
         attention_head_dim=4,
     )
     vae = AutoencoderKL(
+        **TINY_VAE,
         sample_size=IMAGE_SIZE,
-        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
-        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
-        block_out_channels=(8, 16),
-        layers_per_block=1,
-        norm_num_groups=4,
-        latent_channels=4,
     )
     return {"unet": save_pretrained_to_temp(unet), "vae": save_pretrained_to_temp(vae)}
 

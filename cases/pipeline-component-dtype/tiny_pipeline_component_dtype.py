@@ -27,7 +27,7 @@ from diffusers.utils import logging as diffusers_logging
 from diffusers.utils.torch_utils import randn_tensor
 from transformers import CLIPTextConfig, CLIPTextModel
 
-from shared.tiny_models import save_pretrained_to_temp, tiny_seed
+from shared.tiny_models import TINY_VAE, save_pretrained_to_temp, tiny_seed
 
 IMAGE_SIZE = 16  # pixels; the VAE halves it: 8 x 8 latents
 LATENT_SIZE = IMAGE_SIZE // 2
@@ -41,12 +41,7 @@ diffusers_logging.disable_progress_bar()
 def _vae(seed: int) -> AutoencoderKL:
     tiny_seed(seed)
     return AutoencoderKL(
-        block_out_channels=(8, 16),
-        down_block_types=("DownEncoderBlock2D",) * 2,
-        up_block_types=("UpDecoderBlock2D",) * 2,
-        layers_per_block=1,
-        latent_channels=4,
-        norm_num_groups=4,
+        **TINY_VAE,
         sample_size=IMAGE_SIZE,
     )
 

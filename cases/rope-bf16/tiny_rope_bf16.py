@@ -13,9 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
-from shared.tiny_models import knob, quiet_hf_logging, save_pretrained_to_temp, tiny_seed
+from shared.tiny_models import (
+    long_rope_llama_config,
+    quiet_hf_logging,
+    save_pretrained_to_temp,
+    tiny_seed,
+)
 
 SEQ_LEN = 3000  # tokens in the example input
 LONG = 2000  # positions from here on are "long": where the rounded inv_freq shows
@@ -26,20 +31,7 @@ quiet_hf_logging()
 def save_tiny_llama() -> Path:
     """Save the tiny Llama in float32 and return its folder."""
     tiny_seed(0)
-    # The weights' init std: real Llama checkpoints are built with 0.02; 0.3 makes attention
-    # sharp enough for the logits to show the rotated angles (bfloat16 weights alone then stay
-    # within 1 of float32). The symptom judged (the cos table) does not depend on it.
-    initializer_range = knob("initializer_range", 0.3, (0.02, 0.3))
-    config = LlamaConfig(
-        vocab_size=256,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=4096,
-        initializer_range=initializer_range,
-    )
+    config = long_rope_llama_config()
     return save_pretrained_to_temp(LlamaForCausalLM(config))
 
 

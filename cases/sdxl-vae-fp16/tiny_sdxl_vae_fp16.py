@@ -25,7 +25,7 @@ from diffusers import (
 from diffusers.image_processor import VaeImageProcessor
 from diffusers.utils import logging as diffusers_logging
 
-from shared.tiny_models import knob, save_pretrained_to_temp, tiny_seed
+from shared.tiny_models import TINY_VAE, knob, save_pretrained_to_temp, tiny_seed
 
 IMAGE_SIZE = 16  # pixels; the VAE halves it: 8 x 8 latents
 TEXT_DIM, POOLED_DIM, TEXT_TOKENS = 8, 8, 4  # the two text encoders' outputs, stand-ins
@@ -67,12 +67,7 @@ def _vae(peak_activation: float | None) -> AutoencoderKL:
     """The tiny VAE; with ``peak_activation``, its last up block rescaled to reach it."""
     tiny_seed(1)
     vae = AutoencoderKL(
-        block_out_channels=(8, 16),
-        down_block_types=("DownEncoderBlock2D",) * 2,
-        up_block_types=("UpDecoderBlock2D",) * 2,
-        layers_per_block=1,
-        latent_channels=4,
-        norm_num_groups=4,
+        **TINY_VAE,
         sample_size=IMAGE_SIZE,
         scaling_factor=0.13025,  # SDXL's
         force_upcast=False,  # the config claims: safe to decode in float16
