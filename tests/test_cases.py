@@ -97,7 +97,7 @@ def test_a_silent_failure_names_its_first_inf_or_nan_producer(case, variant, cas
         assert "inf/NaN, from finite" in producer["description"]
 
 
-AUDITED = [(case, v) for case in CASES.values() for v in case.variants if v.audits]
+AUDITED = [(case, v) for case in CASES.values() for v in case.variants if v.audit_kinds]
 
 
 @pytest.mark.parametrize(("case", "variant"), AUDITED, ids=ids)

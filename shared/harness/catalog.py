@@ -172,11 +172,6 @@ class Variant:
         return self.expectation
 
     @property
-    def audits(self) -> bool:
-        """Whether case.toml says what the audit finds in this variant (here or in a ``when``)."""
-        return bool(self.audit or any(condition.audit for condition in self.conditions))
-
-    @property
     def audit_kinds(self) -> set[str]:
         """The audit values this variant declares, here and in its ``when`` entries."""
         return {a for a in (self.audit, *(c.audit for c in self.conditions)) if a}
