@@ -73,8 +73,10 @@ SCRIPTS = {
     # A defect of the gallery's own code (a tiny model's helper), not the library's failure.
     "tiny_helper.py": "def first_table(tables):\n    return tables[0]\n",
     "gallery_bug.py": "from tiny_helper import first_table\nfirst_table([])",
-    "rank0_raises.py": "import os\nif os.environ['RANK'] == '0':\n"
-    + textwrap.indent(MISMATCH, "    "),
+    # Rank 1 outlives rank 0's failure: a rank that exits non-zero makes torchrun stop the rest.
+    "rank0_raises.py": "import os, time\nif os.environ['RANK'] == '0':\n"
+    + textwrap.indent(MISMATCH, "    ")
+    + "else:\n    time.sleep(3)\n",
 }
 ERROR = """
 expect = "error"

@@ -218,7 +218,10 @@ def rank_result_path(result: Path) -> Path:
 def main() -> None:
     script, result = Path(sys.argv[1]).resolve(), Path(sys.argv[2])
     sys.stdout.flush()
-    raise SystemExit(execute(script, rank_result_path(result)))
+    exit_code = execute(script, rank_result_path(result))
+    # A torchrun rank exits 0 once its failure is recorded, as _rank_main returns: a non-zero
+    # exit would make the launcher stop the other ranks before they record theirs.
+    raise SystemExit(0 if RANK_VARIABLE in os.environ else exit_code)
 
 
 if __name__ == "__main__":
