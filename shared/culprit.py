@@ -8,20 +8,23 @@
 - :class:`NonFiniteGuard`: for a failure that raises nothing, the first module whose output
   became inf or NaN while its inputs were finite: the producer, not a passer-on.
 - :func:`as_record`: a mismatch (or a non-finite producer) as a JSON-serialisable dict.
-- :func:`hazards`, :func:`pipeline_hazards`, :func:`optimizer_hazards`: the patterns the
-  gallery's cases document (``shared.hazards``), found in a model, a pipeline's components or
-  an optimizer; :class:`OpWatch` and :func:`seen_hazards`: those that show while it runs.
+- :func:`hazards`, :func:`pipeline_hazards`, :func:`generator_hazards`,
+  :func:`optimizer_hazards`: the patterns the gallery's cases document (``shared.hazards``),
+  found in a model, a pipeline's components and generators, or an optimizer; :class:`OpWatch`,
+  :class:`FlatParamWatch` and :func:`seen_hazards`: those that show while it runs.
 
-Only public torch APIs (module hooks, a TorchFunctionMode); nothing in torch or the libraries
-is patched.
+Public torch APIs (module hooks, a TorchFunctionMode), and one profile function that reads
+the arguments of FSDP1's private FlatParamHandle; nothing in torch or the libraries is patched.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gc
+import importlib
 import inspect
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterator
 
@@ -723,8 +726,8 @@ def seen_hazards(*watchers) -> list[Hazard]:
 class OpWatch(TorchFunctionMode):
     """Context manager: record the hazards that show in the arguments of torch calls (a
     ``TorchFunctionMode``, public API; each call runs unchanged): a float 0/1 mask given to
-    ``scaled_dot_product_attention``, an FFT asked for in half precision. ``.found`` lists the
-    first of each kind."""
+    ``scaled_dot_product_attention``, an FFT asked for in half precision, a random draw from a
+    generator on another device type. ``.found`` lists the first of each kind."""
 
     FFTS = {getattr(torch.fft, name): name for name in (
         "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
@@ -736,7 +739,11 @@ class OpWatch(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in self.FFTS or func is F.scaled_dot_product_attention:
+        if (
+            func in self.FFTS
+            or func is F.scaled_dot_product_attention
+            or isinstance(kwargs.get("generator"), torch.Generator)
+        ):
             try:
                 self._inspect(func, args, kwargs)
             except Exception:  # noqa: BLE001, S110 - watching must never break the model
@@ -752,11 +759,93 @@ class OpWatch(TorchFunctionMode):
                 self.found.append(
                     Hazard("float-attention-mask", "scaled_dot_product_attention", detail)
                 )
+        elif isinstance(kwargs.get("generator"), torch.Generator):
+            if "generator-device" not in seen:
+                self.found += _draw_on_another_device(func, args, kwargs)
         elif "half-fft" not in seen:
             data = kwargs.get("input", args[0] if args else None)
             if isinstance(data, torch.Tensor) and data.dtype in HALF_DTYPES:
                 detail = f"input {_dtype_name(data.dtype)} on {data.device}"
                 self.found.append(Hazard("half-fft", f"torch.fft.{self.FFTS[func]}", detail))
+
+
+def _draw_on_another_device(func, args: tuple, kwargs: dict) -> list[Hazard]:
+    """A random call (``torch.randn``, ``Tensor.normal_``, ...) whose generator is on another
+    device type than the tensor it makes or fills: torch refuses it on CUDA."""
+    generator = kwargs["generator"]
+    filled = next((arg for arg in args if isinstance(arg, torch.Tensor)), None)
+    if kwargs.get("device") is not None:
+        target = torch.device(kwargs["device"])
+    elif filled is not None:  # Tensor.normal_(...) fills it; randn_like(x) draws like it
+        target = filled.device
+    else:
+        target = torch.get_default_device() if hasattr(torch, "get_default_device") else None
+    if target is None or target.type == generator.device.type:
+        return []
+    name = getattr(func, "__name__", str(func))
+    detail = f"a {generator.device.type} generator drawing a {target.type} tensor"
+    return [Hazard("generator-device", name, detail)]
+
+
+def generator_hazards(generators: dict, device: torch.device | str) -> list[Hazard]:
+    """Generators (by name) that cannot seed a pipeline running on ``device``: diffusers'
+    ``randn_tensor`` draws on the generator's device and moves the result, which it allows only
+    for a CPU generator."""
+    device = torch.device(device)
+    return [
+        Hazard("generator-device", name,
+               f"a {generator.device.type} generator for a pipeline on {device.type}")
+        for name, generator in generators.items()
+        if generator.device.type not in ("cpu", device.type)
+    ]  # fmt: skip
+
+
+class FlatParamWatch:
+    """Context manager: record the first FSDP1 unit whose parameters, given to its
+    ``FlatParamHandle`` to flatten into one FlatParameter, hold more than one dtype.
+
+    FSDP1 has no hook: a ``sys.setprofile`` function reads the handle's arguments as it is
+    built (record only; the FSDP1 module is private, its arguments the same from torch 2.1 to
+    2.13). Slows Python calls while active: watch the wrapping, not a whole training run."""
+
+    def __init__(self):
+        self.found: list[Hazard] = []
+        self._code = _flat_param_handle_init()
+        self._previous = None
+
+    def __enter__(self):
+        self._previous = sys.getprofile()
+        if self._code is not None:
+            sys.setprofile(self._on_event)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        sys.setprofile(self._previous)
+
+    def _on_event(self, frame, event: str, arg) -> None:
+        if event != "call" or frame.f_code is not self._code or self.found:
+            return
+        try:
+            params = list(frame.f_locals["params"])
+            dtypes = Counter(_dtype_name(p.dtype) for p in params)
+            if len(dtypes) > 1:
+                unit = frame.f_locals["fully_sharded_module"]
+                where = _full_path(unit, _live_parents())
+                counts = " and ".join(f"{n} {dtype}" for dtype, n in sorted(dtypes.items()))
+                self.found.append(Hazard("mixed-flat-param", where, f"{counts} parameters"))
+        except Exception:  # noqa: BLE001, S110 - watching must never break the model
+            pass
+
+
+def _flat_param_handle_init():
+    """The code of FSDP1's ``FlatParamHandle.__init__`` (``_flat_param`` since torch 2.1)."""
+    for module in ("torch.distributed.fsdp._flat_param", "torch.distributed.fsdp.flat_param"):
+        try:
+            handle = importlib.import_module(module).FlatParamHandle
+        except (ImportError, AttributeError):
+            continue
+        return handle.__init__.__code__
+    return None
 
 
 def format_hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> str:
@@ -770,7 +859,6 @@ def format_hazards(model: nn.Module, attention_mask: torch.Tensor | None = None)
 def main(argv: list[str] | None = None) -> int:
     """``python -m shared.culprit package.module:factory``: audit the model the factory returns."""
     import argparse
-    import importlib
 
     parser = argparse.ArgumentParser(prog="python -m shared.culprit", description=main.__doc__)
     parser.add_argument("factory", nargs="?", help="module:callable returning an nn.Module")
@@ -778,8 +866,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.list:
         for kind, hazard in HAZARDS.items():
-            print(f"{kind}: {hazard.meaning} (see cases/{hazard.case}; found by "
-                  f"{FINDERS[hazard.found_by]})")  # fmt: skip
+            finders = "; ".join(FINDERS[finder] for finder in hazard.found_by)
+            print(f"{kind}: {hazard.meaning} (see cases/{hazard.case}; found by {finders})")
         return 0
     module_name, _, attribute = (args.factory or "").partition(":")
     if not attribute:

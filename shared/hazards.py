@@ -9,72 +9,85 @@ from typing import NamedTuple
 # What finds a pattern (the functions and watchers are in shared.culprit):
 FINDERS = {
     "model": "hazards(model): the model's parameters, buffers and submodules",
-    "pipeline": "pipeline_hazards(components): the components of one pipeline",
+    "pipeline": "pipeline_hazards(components) / generator_hazards(generators, device): the "
+    "components of one pipeline, the generators seeding it",
     "optimizer": "optimizer_hazards(optimizer): the parameters an optimizer steps",
     "calls": "MismatchGuard: the tensors each module call is given, while it runs",
     "values": "NonFiniteGuard: the outputs each module call returns, while it runs",
-    "ops": "OpWatch: the arguments of torch's attention and FFT calls, while it runs",
+    "ops": "OpWatch: the arguments of torch's attention, FFT and random calls, while it runs",
+    "fsdp": "FlatParamWatch: the parameters FSDP1 puts in each FlatParameter, while it wraps",
 }
 
 
 class HazardKind(NamedTuple):
     case: str  # the gallery case that shows this pattern failing
     meaning: str
-    found_by: str  # one of FINDERS
+    found_by: tuple[str, ...]  # FINDERS that find it
 
 
 HAZARDS = {
     "float32-in-half": HazardKind(
-        "minicpm", "a float32 tensor meets half ones outside autocast", "model"
+        "minicpm", "a float32 tensor meets half ones outside autocast", ("model",)
     ),
     "keep-in-fp32-cast-away": HazardKind(
-        "t5-half", "a module transformers keeps float32 was cast to float16", "model"
+        "t5-half", "a module transformers keeps float32 was cast to float16", ("model",)
     ),
     "rounded-buffer": HazardKind(
-        "rope-bf16", "a computed float buffer (RoPE's inv_freq) rounded to half", "model"
+        "rope-bf16", "a computed float buffer (RoPE's inv_freq) rounded to half", ("model",)
     ),
     "unreachable-submodule": HazardKind(
-        "omnilmm", "a module held in a plain list or dict, left behind by .to()", "model"
+        "omnilmm", "a module held in a plain list or dict, left behind by .to()", ("model",)
     ),
     "half-trainable": HazardKind(
-        "lora-fp16-gradscaler", "float16 trainable parameters: GradScaler refuses them", "model"
+        "lora-fp16-gradscaler", "float16 trainable parameters: GradScaler refuses them", ("model",)
     ),
     "half-on-cpu": HazardKind(
         "cpu-fp16-kernels",
         "float16 weights on the CPU: torch < 2.3 lacks many of its kernels",
-        "model",
+        ("model",),
     ),
     "lossy-merge": HazardKind(
         "qlora-merge-4bit",
         "LoRA adapters merged into 4-bit or half weights: W + BA is rounded to them",
-        "model",
+        ("model",),
     ),
     "component-dtype-mix": HazardKind(
         "pipeline-component-dtype",
         "a pipeline's components hold different float dtypes",
-        "pipeline",
+        ("pipeline",),
     ),
     "half-optimizer": HazardKind(
         "bf16-pure-training",
         "an optimizer steps half weights directly: updates below their resolution round away",
-        "optimizer",
+        ("optimizer",),
     ),
     "mismatched-input": HazardKind(
         "xcomposer",
         "a module was fed a tensor of another dtype or device than its weights",
-        "calls",
+        ("calls",),
     ),
     "non-finite-output": HazardKind(
-        "sdxl-vae-fp16", "a module turned finite inputs into inf/NaN (float16's range)", "values"
+        "sdxl-vae-fp16", "a module turned finite inputs into inf/NaN (float16's range)", ("values",)
     ),
     "float-attention-mask": HazardKind(
         "chroma-float-mask",
         "a float 0/1 mask is added to the attention scores, not applied",
-        "ops",
+        ("ops",),
     ),
     "half-fft": HazardKind(
         "freeu-fft",
         "an FFT asked for in half precision (bfloat16 anywhere, float16 on the CPU)",
-        "ops",
+        ("ops",),
+    ),
+    "generator-device": HazardKind(
+        "generator-device",
+        "a torch.Generator on another device type than what it draws for (torch.randn's "
+        "device; a pipeline's, where only a CPU generator may differ)",
+        ("ops", "pipeline"),
+    ),
+    "mixed-flat-param": HazardKind(
+        "fsdp-lora-flat-dtype",
+        "FSDP1 given one unit of parameters in two dtypes to flatten into one FlatParameter",
+        ("fsdp",),
     ),
 }

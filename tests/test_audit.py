@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -14,9 +15,11 @@ from torch import nn
 from torch.nn import functional as F
 
 from shared.culprit import (
+    FlatParamWatch,
     MismatchGuard,
     NonFiniteGuard,
     OpWatch,
+    generator_hazards,
     hazards,
     optimizer_hazards,
     pipeline_hazards,
@@ -80,7 +83,7 @@ def test_a_factory_that_returns_no_model_is_a_usage_error(tmp_path):
 def test_every_hazard_names_a_case_and_what_finds_it():
     cases = {path.name for path in (ROOT / "cases").iterdir()}
     assert {kind.case for kind in HAZARDS.values()} <= cases
-    assert {kind.found_by for kind in HAZARDS.values()} <= set(FINDERS)
+    assert {finder for kind in HAZARDS.values() for finder in kind.found_by} <= set(FINDERS)
 
 
 def test_a_tower_moved_by_hand_to_match_is_not_left_behind():
@@ -121,6 +124,57 @@ def test_op_watch_records_a_half_fft_and_not_a_float32_one():
         with contextlib.suppress(RuntimeError):  # CPU torch refuses a bfloat16 FFT
             torch.fft.fftn(torch.randn(8, 8, dtype=torch.bfloat16))
     assert [(h.kind, h.where) for h in ops.found] == [("half-fft", "torch.fft.fftn")]
+
+
+def test_op_watch_records_a_draw_from_a_generator_on_another_device_type():
+    """On CUDA torch refuses such a draw; meta accepts it, so the rule is checked here."""
+    randn_tensor = pytest.importorskip("diffusers.utils.torch_utils").randn_tensor
+    generator = torch.Generator().manual_seed(0)
+    with OpWatch() as ops:
+        torch.randn(2, generator=generator)
+        torch.empty(2).normal_(generator=generator)
+        randn_tensor((2,), generator=generator, device=torch.device("meta"))  # CPU, then moved
+        assert ops.found == []
+        torch.randn(2, generator=generator, device="meta")
+    assert [(h.kind, h.where) for h in ops.found] == [("generator-device", "randn")]
+    assert ops.found[0].detail == "a cpu generator drawing a meta tensor"
+
+
+def test_a_cpu_generator_may_seed_a_pipeline_anywhere():
+    """randn_tensor draws on a CPU generator and moves the latents; a CUDA generator for a
+    CPU pipeline (generator-device's broken) needs a GPU to exist: that case checks it."""
+    cpu = {"generator": torch.Generator()}
+    assert generator_hazards(cpu, "cpu") == generator_hazards(cpu, "meta") == []
+
+
+@pytest.fixture
+def one_gloo_rank(monkeypatch):
+    """shared.distributed's one-rank process group, its launcher variables undone after."""
+    from shared.distributed import one_gloo_rank
+
+    for name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE"):
+        monkeypatch.setenv(name, "")
+    return one_gloo_rank
+
+
+def test_flat_param_watch_names_the_fsdp1_unit_that_mixes_dtypes(one_gloo_rank):
+    fsdp = pytest.importorskip("torch.distributed.fsdp")
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    def mixed():
+        return nn.Sequential(nn.Linear(4, 4).bfloat16(), nn.Linear(4, 4))
+
+    with one_gloo_rank() as cpu:
+        wrap = functools.partial(fsdp.FullyShardedDataParallel, use_orig_params=True, device_id=cpu)
+        with FlatParamWatch() as each_its_own:  # each Linear its own unit: one dtype each
+            wrap(mixed(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}))
+        with FlatParamWatch() as one_unit, contextlib.suppress(ValueError):
+            wrap(mixed())  # one unit: FSDP1 refuses it
+    assert each_its_own.found == []
+    assert [(h.kind, h.where, h.detail) for h in one_unit.found] == [
+        ("mixed-flat-param", "Sequential", "2 bfloat16 and 2 float32 parameters")
+    ]
+    assert sys.getprofile() is None  # the watch is gone with its context
 
 
 def test_pipeline_components_in_another_dtype_than_the_denoiser_are_named():

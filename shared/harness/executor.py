@@ -27,7 +27,8 @@ RANK_VARIABLE = "RANK"  # set by torchrun for each rank
 # Set by the runner to the watchers a variant needs besides the always-on MismatchGuard:
 # "values" (inf/NaN producers: a failure that raises nothing), "ops" (attention and FFT calls).
 WATCH_VARIABLE = "GALLERY_WATCH"
-WATCHERS = {"values": "NonFiniteGuard", "ops": "OpWatch"}  # shared.culprit's, record only
+# shared.culprit's watchers, record only, by the name of what they find (shared.hazards.FINDERS)
+WATCHERS = {"values": "NonFiniteGuard", "ops": "OpWatch", "fsdp": "FlatParamWatch"}
 
 
 def execute(script: Path, result_path: Path) -> int:
@@ -38,9 +39,10 @@ def execute(script: Path, result_path: Path) -> int:
     started = time.perf_counter()
     result = ProcessResult(rank=os.environ.get(RANK_VARIABLE))
     gallery = (script.parent.resolve(), SHARED_DIR)  # the gallery's own code, not a library's
-    guard, values, ops = _mismatch_guard(), _optional_watcher("values"), _optional_watcher("ops")
+    guard = _mismatch_guard()
+    values, ops, fsdp = (_optional_watcher(name) for name in ("values", "ops", "fsdp"))
     try:
-        with guard, values, ops, _recording_warnings(result.warnings):
+        with guard, values, ops, fsdp, _recording_warnings(result.warnings):
             namespace = None  # the script's globals: its models stay alive while named
             try:
                 namespace = runpy.run_path(str(script), run_name="__main__")
@@ -48,7 +50,8 @@ def execute(script: Path, result_path: Path) -> int:
                 for watcher in (guard, values):
                     if hasattr(watcher, "resolve_paths"):
                         watcher.resolve_paths()
-                result.hazards = _hazards(namespace or _raising_globals(script), guard, values, ops)
+                watched = (guard, values, ops, fsdp)
+                result.hazards = _hazards(namespace or _raising_globals(script), *watched)
                 del namespace
     except SystemExit as exc:
         if exc.code not in (None, 0):
@@ -111,13 +114,22 @@ def _raising_globals(script: Path) -> dict:
 
 def _hazards(namespace: dict, *watchers) -> list[dict]:
     """The hazard patterns (shared.culprit) of every model, pipeline and optimizer the script
-    holds at its end, and those its watchers saw while it ran."""
+    holds at its end (a pipeline with the generators it holds), and those its watchers saw
+    while it ran."""
     try:
+        import torch
         from torch import nn, optim
 
-        from shared.culprit import hazards, optimizer_hazards, pipeline_hazards, seen_hazards
+        from shared.culprit import (
+            generator_hazards,
+            hazards,
+            optimizer_hazards,
+            pipeline_hazards,
+            seen_hazards,
+        )
     except ImportError:
         return []
+    generators = {k: v for k, v in namespace.items() if isinstance(v, torch.Generator)}
     models, found = {}, []
     for name, value in namespace.items():
         components = getattr(value, "components", None)
@@ -129,6 +141,9 @@ def _hazards(namespace: dict, *watchers) -> list[dict]:
             models.update({f"{name}.{k}": v for k, v in components.items()
                            if isinstance(v, nn.Module)})  # fmt: skip
             found += _named(name, pipeline_hazards, components)
+            device = getattr(value, "_execution_device", None)  # diffusers': where it draws
+            if generators and device is not None:
+                found += _named(name, generator_hazards, generators, device)
     inside = {id(m) for model in models.values() for m in list(model.modules())[1:]}
     for name, model in models.items():
         if id(model) not in inside:  # a part of another model is audited as part of it
