@@ -200,6 +200,10 @@ class Case:
     era_start: datetime.date  # the first date the dated sweep runs the case on
     variants: tuple[Variant, ...]
 
+    def hazard_looked_for(self, audit: str) -> str:
+        """The hazard kind an audit value is about: the kind it names, else the case's own."""
+        return audit if audit in HAZARDS else self.hazard
+
 
 def case_names(cases_dir: Path = CASES_DIR) -> list[str]:
     """Every folder under cases/ is a case (folders starting with '_' or '.' are not)."""

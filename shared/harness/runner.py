@@ -239,9 +239,8 @@ class _Child:
         from shared.hazards import HAZARDS
 
         watchers = {"values"} if self.job.variant.may_fail_silently else set()
-        for audit in self.job.variant.audit_kinds:  # the hazard each audit value looks for
-            kind = audit if audit in HAZARDS else self.job.case.hazard
-            watchers.update(HAZARDS[kind].found_by)
+        for audit in self.job.variant.audit_kinds:
+            watchers.update(HAZARDS[self.job.case.hazard_looked_for(audit)].found_by)
         watchers &= set(WATCHERS)  # the rest look at the end state, or always watch
         return {WATCH_VARIABLE: " ".join(sorted(watchers))} if watchers else {}
 
