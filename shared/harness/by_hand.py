@@ -9,10 +9,9 @@ versions (and where it exists), the fix matching float32, or what is not as docu
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 from pathlib import Path
 
-from shared.harness.catalog import VERSIONED_PACKAGES, CaseError, Variant, load_case
+from shared.harness.catalog import CaseError, Variant, load_case
 from shared.harness.matrix import all_rows, flip_text, flips, stored_bisections
 from shared.harness.paths import relative, relative_text
 from shared.harness.report import (
@@ -22,22 +21,17 @@ from shared.harness.report import (
     UNAFFECTED,
     ErrorRecord,
     ProcessResult,
+    Verdict,
     WarningRecord,
 )
 from shared.harness.runner import Outcome
-from shared.harness.verdicts import Platform, judge, skip_reason
+from shared.harness.verdicts import Platform, judge, skip_reason, skipped
 
 PREFIX = "gallery verdict:"
 
 
-def _installed(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def verdict_line(script: Path, record: dict, raised: BaseException | None) -> str:
+    """The line a run by hand ends with (``shared.record`` calls it at exit)."""
     script = script.resolve()
     try:
         case = load_case(script.parent.name, script.parent.parent)
@@ -49,10 +43,10 @@ def verdict_line(script: Path, record: dict, raised: BaseException | None) -> st
     import torch
 
     cuda = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    platform = Platform({name: _installed(name) for name in VERSIONED_PACKAGES}, tuple(cuda))
+    platform = Platform.installed(tuple(cuda))
     reason = skip_reason(variant.requires, platform)
     if reason:
-        return f"{PREFIX} {SKIPPED}: the harness would not run this here: {reason}"
+        return line(case.name, variant, skipped(reason), platform)
     result = ProcessResult(
         status="raised" if raised else "clean",
         exception=ErrorRecord.of(raised, (script.parent,)) if raised else None,
@@ -65,7 +59,12 @@ def verdict_line(script: Path, record: dict, raised: BaseException | None) -> st
             for category, message, filename, lineno in record["warnings"]
         ],
     )
-    # No mismatch guard watches a run by hand: its culprit is not checked here.
+    return line(case.name, variant, judge_by_hand(variant, result, platform), platform)
+
+
+def judge_by_hand(variant: Variant, result: ProcessResult, platform: Platform) -> Verdict:
+    """The harness's judgement of one process's result, less the culprit: no mismatch guard
+    watches a run by hand."""
     unguarded = dataclasses.replace(
         variant,
         expectation=dataclasses.replace(variant.expectation, culprit=""),
@@ -74,13 +73,33 @@ def verdict_line(script: Path, record: dict, raised: BaseException | None) -> st
             for c in variant.conditions
         ),
     )
-    verdict = judge(unguarded, Outcome(returncode=0, results=[result]), platform)
+    return judge(unguarded, Outcome(returncode=0, results=[result]), platform)
+
+
+def recorded_result(verdict: Verdict) -> ProcessResult:
+    """What the variant's process recorded, read back from its verdict in a report: the run by
+    hand's judgement can be made again from any harness run's records."""
+    return ProcessResult(
+        status="raised" if verdict.error else "clean",
+        exception=verdict.error,
+        device=None if verdict.device == "-" else verdict.device,
+        checks=verdict.checks,
+        measurements=verdict.measurements,
+        knobs=verdict.knobs,
+        warnings=verdict.warnings,
+    )
+
+
+def line(case: str, variant: Variant, verdict: Verdict, platform: Platform) -> str:
+    """The one sentence a learner reads for ``verdict`` (a run by hand's last line)."""
     versions = ", ".join(f"{k} {v}" for k, v in platform.versions.items() if v)
+    if verdict.kind == SKIPPED:
+        return f"{PREFIX} {SKIPPED}: the harness would not run this here: {verdict.detail}"
     if verdict.kind == REPRODUCED:
         return f"{PREFIX} {REPRODUCED}: this run shows the documented failure ({verdict.detail})"
     if verdict.kind == UNAFFECTED:
         return (f"{PREFIX} {UNAFFECTED}: the failure is absent on these versions ({versions}), "
-                f"as documented; {_where_it_exists(variant, case.name)}")  # fmt: skip
+                f"as documented; {_where_it_exists(variant, case)}")  # fmt: skip
     if verdict.kind == PASSED:
         return f"{PREFIX} {PASSED}: fixed: matches float32 ({verdict.detail})"
     return f"{PREFIX} {verdict.kind}: NOT as documented: {verdict.detail}"

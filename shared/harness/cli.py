@@ -13,7 +13,6 @@ import argparse
 import dataclasses
 import datetime
 import enum
-import importlib.metadata
 import os
 import platform as python_platform
 import shutil
@@ -26,7 +25,6 @@ from pathlib import Path
 from shared.distributed import rank_backend, torchrun_ranks
 from shared.harness import INSTALL_HINT
 from shared.harness.catalog import (
-    VERSIONED_PACKAGES,
     Case,
     CaseError,
     case_names,
@@ -35,7 +33,8 @@ from shared.harness.catalog import (
 from shared.harness.paths import CASES_DIR, RUNS_DIR, WORK_DIR
 from shared.harness.report import EXPECTED_KINDS, REPRODUCED, SKIPPED, CaseReport, Verdict
 from shared.harness.runner import Job, preload, probe_cuda, run_jobs, start_method
-from shared.harness.verdicts import Platform, judge, skip_reason
+from shared.harness.verdicts import Platform, installed_version, judge, skip_reason, skipped
+from shared.tiny_models import PERTURB_VARIABLE, PERTURBATIONS
 
 
 class ExitCode(enum.IntEnum):
@@ -69,7 +68,7 @@ def _run_or_list(args: argparse.Namespace) -> ExitCode:
         for case in cases:
             print(f"{case.name:22} {case.title}  ({len(case.variants)} variants)")
         return ExitCode.OK
-    missing = [name for name in REQUIRED_PACKAGES if not _version(name)]
+    missing = [name for name in REQUIRED_PACKAGES if not installed_version(name)]
     if missing:
         print(
             f"gallery: error: {', '.join(missing)} not installed for {sys.executable}; "
@@ -79,15 +78,25 @@ def _run_or_list(args: argparse.Namespace) -> ExitCode:
         return ExitCode.USAGE_ERROR
     if args.only:
         cases = [_only_variants(case, args.only) for case in cases]
-        unknown = set(args.only) - {v.name for case in cases for v in case.variants}
+        ran = {name for case in cases for v in case.variants for name in (v.name, _key(case, v))}
+        unknown = set(args.only) - ran
         if unknown:
             print(f"gallery: error: no variant named {sorted(unknown)}", file=sys.stderr)
             return ExitCode.USAGE_ERROR
+        cases = [case for case in cases if case.variants]
+    if args.perturb:  # read by shared.tiny_models in every variant process (forked or spawned)
+        os.environ[PERTURB_VARIABLE] = args.perturb
     return run(cases, args.jobs, args.report_dir, require_cuda=args.require_cuda)
 
 
+def _key(case: Case, variant) -> str:
+    return f"{case.name}/{variant.name}"
+
+
 def _only_variants(case: Case, names: list[str]) -> Case:
-    return dataclasses.replace(case, variants=tuple(v for v in case.variants if v.name in names))
+    """The variants named plainly (in every case) or as CASE/VARIANT."""
+    chosen = tuple(v for v in case.variants if v.name in names or _key(case, v) in names)
+    return dataclasses.replace(case, variants=chosen)
 
 
 def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool = False) -> ExitCode:
@@ -95,7 +104,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
     method = start_method()
     if method == "fork":
         preload(case.folder for case in cases)
-    platform = _platform()
+    platform = Platform.installed(tuple(probe_cuda()))
     if require_cuda and not platform.cuda_devices:
         print("gallery: error: --require-cuda, but no CUDA GPU is visible here", file=sys.stderr)
         return ExitCode.USAGE_ERROR
@@ -115,7 +124,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
                 device = rank_backend(ranks, platform.cuda_devices)[1]
             reason = skip_reason(variant.requires, platform, device)
             if reason:
-                verdicts[case.name].append(Verdict(SKIPPED, reason, variant=variant.name))
+                verdicts[case.name].append(skipped(reason, variant.name))
             else:
                 jobs.append(Job(case, variant, run_dir / case.name / variant.name, threads, ranks))
                 verdicts[case.name].append(None)  # filled in below
@@ -166,8 +175,15 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                 "--report-dir", type=Path, default=RUNS_DIR, help="where JSON reports go"
             )
             command.add_argument(
-                "--only", action="append", metavar="VARIANT", help="run only this variant"
+                "--only", action="append", metavar="[CASE/]VARIANT",
+                help="run only this variant (of every case named, or of CASE)",
             )
+            command.add_argument(
+                "--perturb", choices=PERTURBATIONS,
+                help="run every tiny model with another seed (seed) or each knob at the low or "
+                "high end of its realistic range: a silent verdict must not change "
+                f"(sets {PERTURB_VARIABLE} for every variant)",
+            )  # fmt: skip
             command.add_argument(
                 "--require-cuda", action="store_true", help="refuse to run without a CUDA GPU"
             )
@@ -189,16 +205,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _platform() -> Platform:
-    versions = {name: _version(name) for name in VERSIONED_PACKAGES}
-    return Platform(versions=versions, cuda_device_names=tuple(probe_cuda()))
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _print_header(platform: Platform, method: str, preload_s: float, parallel: int) -> None:

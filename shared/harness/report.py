@@ -132,6 +132,11 @@ class Verdict:
     hazards: list[dict] = field(default_factory=list)  # hazard patterns of its models at its end
     output_tail: str = ""  # the last lines the variant printed: the evidence
 
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> Verdict:
+        """A verdict read back from its JSON form (one entry of a report's ``variants``)."""
+        return _from_dict(cls, data)
+
     @property
     def is_anomaly(self) -> bool:
         return self.kind in ANOMALIES
