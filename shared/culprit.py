@@ -738,6 +738,7 @@ class OpWatch(TorchFunctionMode):
         self.found: list[Hazard] = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        __tracebackhide__ = True  # the call's own error is raised by func, not by this watch
         kwargs = kwargs or {}
         if (
             func in self.FFTS

@@ -46,7 +46,16 @@ class ErrorRecord:
     def of(cls, exc: BaseException, gallery_dirs: tuple[Path, ...] = ()) -> ErrorRecord:
         import traceback
 
-        frames = traceback.extract_tb(exc.__traceback__)
+        # A frame that says ``__tracebackhide__`` (pytest's convention: the gallery's watchers,
+        # e.g. OpWatch's __torch_function__, which only passes each call on) is no raise site:
+        # a library's error under a watcher stays the library's.
+        shown = [not frame.f_locals.get("__tracebackhide__")
+                 for frame, _ in traceback.walk_tb(exc.__traceback__)]  # fmt: skip
+        frames = [
+            frame
+            for frame, keep in zip(traceback.extract_tb(exc.__traceback__), shown, strict=True)
+            if keep
+        ]
         innermost = Path(frames[-1].filename).resolve() if frames else None
         return cls(
             type=type(exc).__name__,
