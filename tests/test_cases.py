@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-import json
 import os
 import re
 import subprocess

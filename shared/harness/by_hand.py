@@ -20,12 +20,12 @@ from shared.harness.report import (
     SKIPPED,
     UNAFFECTED,
     ErrorRecord,
+    Outcome,
     ProcessResult,
     Verdict,
     WarningRecord,
 )
-from shared.harness.runner import Outcome
-from shared.harness.verdicts import Platform, judge, skip_reason, skipped
+from shared.harness.verdicts import Platform, judge, skip_reason
 
 PREFIX = "gallery verdict:"
 
@@ -46,7 +46,7 @@ def verdict_line(script: Path, record: dict, raised: BaseException | None) -> st
     platform = Platform.installed(tuple(cuda))
     reason = skip_reason(variant.requires, platform)
     if reason:
-        return line(case.name, variant, skipped(reason), platform)
+        return line(case.name, variant, judge(variant, Outcome(not_run=reason), platform), platform)
     result = ProcessResult(
         status="raised" if raised else "clean",
         exception=ErrorRecord.of(raised, (script.parent,)) if raised else None,

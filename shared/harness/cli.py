@@ -3,8 +3,8 @@ bisect, site, readme, benchmark).
 
 ``run`` prints the library versions and devices first, then one line per variant (verdict,
 device, seconds, the error seen or the measured figure) and a summary, and writes a JSON report
-per case. Exit codes are :class:`ExitCode`: 1 when any verdict is an anomaly, 2 on bad input
-(unknown case, broken metadata, missing packages).
+per case. Every command exits with one of :class:`shared.harness.ExitCode`: 1 when any verdict is
+an anomaly, 2 on bad input (unknown case, broken metadata, missing packages).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import enum
 import os
 import platform as python_platform
 import shutil
@@ -20,31 +19,31 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from shared.distributed import rank_backend, torchrun_ranks
-from shared.harness import INSTALL_HINT
+from shared.harness import INSTALL_HINT, ExitCode
 from shared.harness.catalog import (
     Case,
     CaseError,
+    Variant,
     case_names,
     load_case,
 )
 from shared.harness.paths import CASES_DIR, RUNS_DIR, WORK_DIR
-from shared.harness.report import EXPECTED_KINDS, REPRODUCED, SKIPPED, CaseReport, Verdict
+from shared.harness.report import (
+    EXPECTED_KINDS,
+    REPRODUCED,
+    SKIPPED,
+    CaseReport,
+    Outcome,
+    Verdict,
+)
 from shared.harness.runner import Job, preload, probe_cuda, run_jobs, start_method
-from shared.harness.verdicts import Platform, installed_version, judge, skip_reason, skipped
+from shared.harness.verdicts import Platform, installed_version, judge, skip_reason
 from shared.tiny_models import PERTURB_VARIABLE, PERTURBATIONS
-
-
-class ExitCode(enum.IntEnum):
-    """What the harness's commands exit with (as pytest's ExitCode)."""
-
-    OK = 0
-    ANOMALIES = 1  # a verdict is not the documented one (or a site check found problems)
-    USAGE_ERROR = 2  # bad input: unknown case or variant, broken metadata, missing packages
-    INTERNAL_ERROR = 3  # the harness itself failed: its reports are incomplete
-
 
 KIND_WIDTH, NAME_WIDTH = 14, 26
 # Every case needs torch; other libraries are each case's `requires` (a case whose library is
@@ -54,7 +53,7 @@ REQUIRED_PACKAGES = ("torch",)
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
-    return int(args.handler(args))
+    return int(ExitCode(args.handler(args)))  # every command exits with one of ExitCode's
 
 
 def _run_or_list(args: argparse.Namespace) -> ExitCode:
@@ -100,6 +99,9 @@ def _only_variants(case: Case, names: list[str]) -> Case:
 
 
 def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool = False) -> ExitCode:
+    """The run as named steps, each a function over the previous step's result (as nox's
+    ``execute_workflow``): plan -> run_planned -> judge_each -> report. The steps after the plan
+    are lazy: each verdict is printed as soon as its variant (and those before it) finished."""
     started = time.perf_counter()
     method = start_method()
     if method == "fork":
@@ -109,13 +111,31 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
         print("gallery: error: --require-cuda, but no CUDA GPU is visible here", file=sys.stderr)
         return ExitCode.USAGE_ERROR
     _print_header(platform, method, time.perf_counter() - started, parallel)
-
-    verdicts: dict[str, list[Verdict | None]] = {case.name: [] for case in cases}
     # A folder of this run's own: two runs at once (a matrix set, a test) never share one.
     WORK_DIR.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=WORK_DIR))
-    jobs = []
+    try:
+        planned = plan(cases, platform, run_dir, parallel)
+        judged = judge_each(planned, run_planned(planned, parallel), platform)
+        return report(cases, judged, platform, report_dir, started)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One variant as the plan has it: the job that runs it, or why it cannot run here."""
+
+    variant: Variant
+    job: Job | None
+    not_run: str = ""
+
+
+def plan(cases: list[Case], platform: Platform, run_dir: Path, parallel: int) -> list[Planned]:
+    """Every variant of every case, in order: a job (its folder, threads, ranks), or the unmet
+    requirement that skips it here."""
     threads = max(1, (os.cpu_count() or 1) // parallel)
+    planned = []
     for case in cases:
         for variant in case.variants:
             ranks, device = 1, platform.default_device
@@ -124,28 +144,48 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
                 device = rank_backend(ranks, platform.cuda_devices)[1]
             reason = skip_reason(variant.requires, platform, device)
             if reason:
-                verdicts[case.name].append(skipped(reason, variant.name))
+                planned.append(Planned(variant, None, reason))
             else:
-                jobs.append(Job(case, variant, run_dir / case.name / variant.name, threads, ranks))
-                verdicts[case.name].append(None)  # filled in below
+                work_dir = run_dir / case.name / variant.name
+                planned.append(Planned(variant, Job(case, variant, work_dir, threads, ranks)))
+    return planned
 
-    results = run_jobs(jobs, parallel)
+
+def run_planned(planned: list[Planned], parallel: int) -> Iterator[Outcome]:
+    """Each planned variant's outcome, in plan order: a skipped one at once, the others as
+    their processes end (``parallel`` at a time)."""
+    outcomes = run_jobs([p.job for p in planned if p.job], parallel)
+    for each in planned:
+        yield next(outcomes)[1] if each.job else Outcome(not_run=each.not_run)
+
+
+def judge_each(
+    planned: list[Planned], outcomes: Iterator[Outcome], platform: Platform
+) -> Iterator[Verdict]:
+    for each, outcome in zip(planned, outcomes, strict=True):
+        yield judge(each.variant, outcome, platform)
+
+
+def report(
+    cases: list[Case],
+    verdicts: Iterator[Verdict],
+    platform: Platform,
+    report_dir: Path,
+    started: float,
+) -> ExitCode:
+    """Print each verdict as it comes and a summary per case, write each case's JSON report;
+    the exit code says whether every verdict is the documented one."""
+    every = []
     for case in cases:
         print(f"\n{case.name}: {case.title}\n  upstream: {case.issue}")
-        case_verdicts = verdicts[case.name]
-        for index, verdict in enumerate(case_verdicts):
-            if verdict is None:
-                job, outcome = next(results)
-                verdict = judge(job.variant, outcome, platform)
-                verdict.variant = job.variant.name
-                case_verdicts[index] = verdict
-            _print_verdict(verdict)
+        case_verdicts = []
+        for _ in case.variants:
+            case_verdicts.append(next(verdicts))
+            _print_verdict(case_verdicts[-1])
         _print_case_summary(case.name, case_verdicts)
         _case_report(case, platform, case_verdicts).write(report_dir)
-
-    shutil.rmtree(run_dir, ignore_errors=True)
-    all_verdicts = [v for case_verdicts in verdicts.values() for v in case_verdicts]
-    return _print_total(all_verdicts, time.perf_counter() - started)
+        every += case_verdicts
+    return _print_total(every, time.perf_counter() - started)
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -175,7 +215,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                 "--report-dir", type=Path, default=RUNS_DIR, help="where JSON reports go"
             )
             command.add_argument(
-                "--only", action="append", metavar="[CASE/]VARIANT",
+                "--only",
+                action="append",
+                metavar="[CASE/]VARIANT",
                 help="run only this variant (of every case named, or of CASE)",
             )
             command.add_argument(
@@ -203,8 +245,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.command == "run" and args.jobs < 1:
         parser.error("--jobs must be at least 1")
     return args
-
-
 
 
 def _print_header(platform: Platform, method: str, preload_s: float, parallel: int) -> None:

@@ -2,6 +2,7 @@
 
 - :class:`ProcessResult`: what one process (one rank) of a variant saw; the executor writes it,
   the runner reads it back.
+- :class:`Outcome`: what happened to one variant's processes (or why it did not run).
 - :class:`Verdict`: one variant's verdict with its evidence; a :class:`CaseReport` holds them.
 - :class:`CaseReport`: one case's run (versions, devices, verdicts): ``.gallery/runs/<case>.json``,
   ``reports/cuda/<case>.json`` and ``reports/matrix/sets/<set>/<case>.json``; the CLI writes it,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,6 +120,26 @@ class ProcessResult:
     def measurement(self, label: str) -> dict | None:
         """The last figure measured under ``label``."""
         return next((m for m in reversed(self.measurements) if m["label"] == label), None)
+
+
+@dataclass
+class Outcome:
+    """What happened to one variant's process(es), or why it was not run; the verdict is
+    decided from it (``shared.harness.verdicts.judge``)."""
+
+    returncode: int | None = None
+    timed_out: bool = False
+    wall_s: float = 0.0
+    log: str = ""
+    results: list[ProcessResult] = field(default_factory=list)  # one per process (rank)
+    ranks: int = 1  # processes that should each have written a result
+    not_run: str = ""  # why the variant was not run here (a requirement unmet): SKIPPED
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            return signal.Signals(-self.returncode).name
+        return None
 
 
 @dataclass

@@ -32,10 +32,10 @@ from shared.harness.report import (
     UNAFFECTED,
     WRONG_ERROR,
     ErrorRecord,
+    Outcome,
     ProcessResult,
     Verdict,
 )
-from shared.harness.runner import Outcome
 
 OUTPUT_TAIL_LINES = 15
 GALLERY_FAILED = "the gallery's code failed here, not the library: "
@@ -70,11 +70,6 @@ def installed_version(package: str) -> str | None:
         return None
 
 
-def skipped(reason: str, variant: str = "") -> Verdict:
-    """The verdict of a variant that cannot run here: never a pass, always with its reason."""
-    return Verdict(SKIPPED, reason, variant=variant)
-
-
 def skip_reason(requires: Requirements, platform: Platform, device: str = "") -> str | None:
     """Why a variant cannot run here (on ``device``, default: the platform's), or None."""
 
@@ -98,6 +93,16 @@ def skip_reason(requires: Requirements, platform: Platform, device: str = "") ->
 
 
 def judge(variant: Variant, outcome: Outcome, platform: Platform) -> Verdict:
+    """The one place a verdict is made: every kind, SKIPPED included (never a pass: it always
+    says why the variant did not run)."""
+    verdict = _judge(variant, outcome, platform)
+    verdict.variant = variant.name
+    return verdict
+
+
+def _judge(variant: Variant, outcome: Outcome, platform: Platform) -> Verdict:
+    if outcome.not_run:
+        return Verdict(SKIPPED, outcome.not_run)
     if outcome.timed_out:
         return _verdict(
             TIMEOUT,
