@@ -867,7 +867,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.list:
         for kind, hazard in HAZARDS.items():
-            finders = "; ".join(FINDERS[finder] for finder in hazard.found_by)
+            finders = "; ".join(str(FINDERS[finder]) for finder in hazard.found_by)
             print(f"{kind}: {hazard.meaning} (see cases/{hazard.case}; found by {finders})")
         return 0
     module_name, _, attribute = (args.factory or "").partition(":")

@@ -217,13 +217,13 @@ class _Child:
     def _watch(self) -> dict[str, str]:
         """The executor's watchers this variant needs: the inf/NaN producer watch where it may
         fail silently, and the watcher that finds its case's hazard where it is audited."""
-        from shared.harness.executor import WATCH_VARIABLE, WATCHERS
-        from shared.hazards import HAZARDS
+        from shared.harness.executor import WATCH_VARIABLE
+        from shared.hazards import HAZARDS, ON_DEMAND, SILENT_WATCHER
 
-        watchers = {"values"} if self.job.variant.may_fail_silently else set()
+        watchers = {SILENT_WATCHER} if self.job.variant.may_fail_silently else set()
         for audit in self.job.variant.audit_kinds:
             watchers.update(HAZARDS[self.job.case.hazard_looked_for(audit)].found_by)
-        watchers &= set(WATCHERS)  # the rest look at the end state, or always watch
+        watchers &= set(ON_DEMAND)  # the rest look at the end state, or always watch
         return {WATCH_VARIABLE: " ".join(sorted(watchers))} if watchers else {}
 
     def poll(self) -> int | None:
