@@ -1,14 +1,16 @@
 """What the harness would say of a variant run by hand (``python cases/<case>/<variant>.py``).
 
-``shared.record`` calls :func:`verdict_line` when such a run ends: the variant is judged
-against its ``case.toml`` on the installed versions, as the harness judges it, and the learner
-reads one line: the documented failure shown (with its figure), the failure absent on these
+``shared.record`` runs ``python -m shared.harness.by_hand`` when such a run ends: the variant is
+judged against its ``case.toml`` on the installed versions, as the harness judges it, and the
+learner reads one line: the documented failure shown (with its figure), the failure absent on these
 versions (and where it exists), the fix matching float32, or what is not as documented.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import sys
 from pathlib import Path
 
 from shared.harness.catalog import CaseError, Variant, load_case
@@ -30,8 +32,11 @@ from shared.harness.verdicts import Platform, judge, skip_reason
 PREFIX = "gallery verdict:"
 
 
-def verdict_line(script: Path, record: dict, raised: BaseException | None) -> str:
-    """The line a run by hand ends with (``shared.record`` calls it at exit)."""
+def verdict_line(
+    script: Path, record: dict, raised: dict | None, cuda_device_names: tuple[str, ...] = ()
+) -> str:
+    """The line a run by hand ends with: ``record`` is what it recorded, ``raised`` its
+    exception (``shared.record.raised``), on a machine with these CUDA devices."""
     script = script.resolve()
     try:
         case = load_case(script.parent.name, script.parent.parent)
@@ -40,16 +45,13 @@ def verdict_line(script: Path, record: dict, raised: BaseException | None) -> st
     variant = next((v for v in case.variants if v.script.resolve() == script), None)
     if variant is None:
         return f"{PREFIX} none: {script.name} is no variant of {case.name}'s case.toml"
-    import torch
-
-    cuda = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    platform = Platform.installed(tuple(cuda))
+    platform = Platform.installed(cuda_device_names)
     reason = skip_reason(variant.requires, platform)
     if reason:
         return line(case.name, variant, judge(variant, Outcome(not_run=reason), platform), platform)
     result = ProcessResult(
         status="raised" if raised else "clean",
-        exception=ErrorRecord.of(raised, (script.parent,)) if raised else None,
+        exception=ErrorRecord.from_raised(raised, (script.parent,)) if raised else None,
         device=record["device"],
         checks=record["checks"],
         measurements=record["measurements"],
@@ -120,3 +122,15 @@ def _where_it_exists(variant: Variant, case: str) -> str:
         return f"case.toml documents it on {'; '.join(where)}" if where else ""
     where = [spec(c) for c in variant.conditions if c.expectation.expect == "absent"]
     return f"case.toml documents it on the versions outside {'; '.join(where)}"
+
+
+def main() -> None:
+    """``python -m shared.harness.by_hand``: read what a run by hand saw (JSON on stdin, written
+    by ``shared.record`` at its exit) and print its verdict line."""
+    facts = json.load(sys.stdin)
+    script, cuda = Path(facts["script"]), tuple(facts["cuda"])
+    print(verdict_line(script, facts["record"], facts["raised"], cuda))
+
+
+if __name__ == "__main__":
+    main()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.harness.paths import relative
+from shared.record import raised
 
 # The verdict kinds. REPRODUCED, PASSED and UNAFFECTED are the documented behaviour; SKIPPED is
 # neither a pass nor a failure (always with its reason); the rest are anomalies that fail a run.
@@ -46,24 +47,18 @@ class ErrorRecord:
 
     @classmethod
     def of(cls, exc: BaseException, gallery_dirs: tuple[Path, ...] = ()) -> ErrorRecord:
-        import traceback
+        return cls.from_raised(raised(exc), gallery_dirs)
 
-        # A frame that says ``__tracebackhide__`` (pytest's convention: the gallery's watchers,
-        # e.g. OpWatch's __torch_function__, which only passes each call on) is no raise site:
-        # a library's error under a watcher stays the library's.
-        shown = [not frame.f_locals.get("__tracebackhide__")
-                 for frame, _ in traceback.walk_tb(exc.__traceback__)]  # fmt: skip
-        frames = [
-            frame
-            for frame, keep in zip(traceback.extract_tb(exc.__traceback__), shown, strict=True)
-            if keep
-        ]
-        innermost = Path(frames[-1].filename).resolve() if frames else None
+    @classmethod
+    def from_raised(cls, data: dict, gallery_dirs: tuple[Path, ...] = ()) -> ErrorRecord:
+        """From ``shared.record.raised``'s plain data (made in the process that raised)."""
+        frames = data["frames"]
+        innermost = Path(frames[-1][0]).resolve() if frames else None
         return cls(
-            type=type(exc).__name__,
-            qualified_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
-            message=str(exc),
-            frames=tuple(f"{relative(frame.filename)}:{frame.name}" for frame in frames),
+            type=data["type"],
+            qualified_type=data["qualified_type"],
+            message=data["message"],
+            frames=tuple(f"{relative(file)}:{function}" for file, function in frames),
             in_gallery=innermost is not None
             and any(innermost.is_relative_to(folder) for folder in gallery_dirs),
         )
