@@ -33,6 +33,8 @@ RELEASES = [
     ("peft", "0.11.1", "2023-11-01", (), "import setuptools\nVERSION = '0.11.1'\n"),
     ("peft", "0.12.0", "2024-02-01", (), "VERSION = '0.12.0'\n"),
     ("peft", "0.13.0", "2024-05-01", (), "VERSION = '0.13.0'\n"),
+    # A library whose import needs a module no rule provides (as bitsandbytes needed triton).
+    ("accelerate", "0.1.0", "2023-01-01", (), "import triton\n"),
 ]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -197,3 +198,27 @@ def test_two_sets_stored_and_read_as_a_flip_then_bisected(uv_index, tmp_path, mo
     assert "PASSED from peft 0.13.0 [first release: 0.12.0, after 0.11.1; bisected over tiny]" in (
         table_text(matrix_dir)
     )
+
+
+def test_the_matrix_session_stops_before_any_run_on_a_library_that_cannot_be_imported(
+    index, tmp_path
+):
+    """nox's matrix session, for real, on a lock of tiny packages: installed from the local
+    index, then stopped by the import check (exit 2 from the harness), before the gallery runs."""
+    lock = tmp_path / "pylock.txt"
+    lock.write_text(f"accelerate==0.1.0\npackaging=={PACKAGING}\n", encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "nox", "-s", "matrix(custom)", "--envdir", str(tmp_path / "nox"),
+         "--", "--lock", str(lock)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, **index.environment(tmp_path / "uv-cache"),
+             "GALLERY_MATRIX_DIR": str(tmp_path / "matrix"),
+             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])},
+    )  # fmt: skip
+    output = run.stdout + run.stderr
+    assert run.returncode != 0, output
+    name = custom_set(["--lock", str(lock)]).name
+    assert (
+        f"matrix: error: {name}: accelerate 0.1.0 cannot be imported: no module named 'triton'"
+    ) in output
+    assert "shared.harness run" not in output and not (tmp_path / "matrix").exists()

@@ -83,7 +83,8 @@ class ImportFailure:
     error: str  # "Type: first line", as raised
     missing_module: str | None  # the module a ModuleNotFoundError names, else None
 
-    def describe(self, library_set: str) -> str:
+    def describe(self, library_set: str = "this environment") -> str:
+        """One line naming the set (or the environment), the library and the missing module."""
         missing = f"no module named {self.missing_module!r}" if self.missing_module else self.error
         return (
             f"{library_set}: {self.package} {self.version} cannot be imported: {missing} "
