@@ -6,9 +6,10 @@
 - `gallery`: run every case and build the static site (`nox -s gallery -- --check` also loads
   every page in headless Chromium).
 - `matrix`: every case against several library sets (pinned, latest, upstream eras, the dated
-  sweep `as-of-DATE`, or a set named on the command line: `-- torch==X ...` or
-  `-- --as-of 2024-06-30`); stores its reports in reports/matrix/sets/ (not run by default).
-  A named set given case names (`nox -s "matrix(as-of-2024-07-15)" -- minicpm`) runs only those.
+  sweep `as-of-DATE`, or a set named on the command line: `-- torch==X ...`, `-- -r
+  requirements.txt`, `-- --lock pylock.toml` or `-- --as-of 2024-06-30`); stores its records in
+  reports/matrix/sets/ (not run by default). A named set given case names
+  (`nox -s "matrix(as-of-2024-07-15)" -- minicpm`) runs only those.
 - `bisect`: the first release of a library where a variant's verdict changes (not by default).
 - `explain`: which documented case an error message, a traceback or a symptom is.
 - `benchmark`: time the gallery against a bare import of its libraries (not run by default).
@@ -20,6 +21,7 @@ current environment must already hold the packages (offline GPU boxes, container
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -28,6 +30,7 @@ import nox
 
 sys.path.insert(0, str(Path(__file__).parent))  # the catalog is the one list of cases
 from shared.harness.catalog import case_names  # noqa: E402
+from shared.harness.environment import install_commands  # noqa: E402
 from shared.harness.library_sets import (  # noqa: E402
     CUSTOM,
     LibrarySet,
@@ -96,7 +99,7 @@ LIBRARY_SETS = [*named_sets(), CUSTOM]
 @nox.session(default=False)
 @nox.parametrize("library_set", LIBRARY_SETS, ids=LIBRARY_SETS)
 def matrix(session: nox.Session, library_set: str) -> None:
-    """Run the cases against one library set; store its reports in reports/matrix/sets/."""
+    """Run the cases against one library set; store its records in reports/matrix/sets/."""
     if session.venv_backend == "none":
         session.error("the matrix builds one environment per library set: run it without --no-venv")
     try:
@@ -113,12 +116,22 @@ def matrix(session: nox.Session, library_set: str) -> None:
     install_set(session, chosen)
     report_dir = ROOT / ".gallery" / "matrix" / chosen.name
     shutil.rmtree(report_dir, ignore_errors=True)
-    # Exit 1 (anomalies) still leaves every report: collect them, then `collect` fails the
-    # session. Any other failure (bad input 2, internal error 3) stops the session here.
+    # A library that cannot be imported stops the session here (exit 2), naming it: no verdicts.
     session.run(
-        "python", "-m", "shared.harness", "run", *chosen.cases, "--report-dir", str(report_dir),
-        success_codes=[0, 1],
+        "python", "-m", "shared.harness", "matrix", "environment", str(report_dir),
+        "--set", chosen.name, "--asked", json.dumps(chosen.asked),
     )  # fmt: skip
+    # The run's output (the libraries' import noise first) goes to a log; `collect` ends the
+    # session with the set's verdicts and its changes. Exit 1 (anomalies) still leaves every
+    # report: `collect` then fails the session. Any other failure (bad input 2, internal error
+    # 3) stops it here, with the output shown.
+    log = report_dir / "run.log"
+    session.log(f"running {len(chosen.cases)} case(s) on {chosen.name}; output: {log}")
+    output = session.run(
+        "python", "-m", "shared.harness", "run", *chosen.cases, "--report-dir", str(report_dir),
+        success_codes=[0, 1], silent=True,
+    )  # fmt: skip
+    log.write_text(output or "", encoding="utf-8")
     session.run(
         "python", "-m", "shared.harness", "matrix", "collect", chosen.name, str(report_dir),
         "--cases", *chosen.cases,
@@ -126,21 +139,13 @@ def matrix(session: nox.Session, library_set: str) -> None:
 
 
 def install_set(session: nox.Session, chosen: LibrarySet) -> None:
-    """Install a library set; a dated one is resolved to exact pins first, so that what an
-    earlier run left in the reused environment cannot stand in for that date's releases."""
-    if not chosen.as_of:
-        session.install(*chosen.requirements)
-        return
+    """Make the session's environment hold exactly ``chosen``: resolved to exact pins and
+    synced (what an earlier set left is removed), or a lock file synced to as it is."""
     if session.venv_backend != "uv":
-        session.error("a dated set (--as-of) needs uv's --exclude-newer: install uv for nox")
+        session.error("a library set is resolved and synced with uv: install uv for nox")
     scratch = Path(session.create_tmp())
-    wanted, pins = scratch / f"{chosen.name}.in", scratch / f"{chosen.name}.txt"
-    wanted.write_text("\n".join(chosen.requirements) + "\n", encoding="utf-8")
-    session.run(
-        UV, "pip", "compile", str(wanted), "-o", str(pins), "-q", "--python",
-        f"{session.bin}/python", *chosen.install_args, external=True,
-    )  # fmt: skip
-    session.install("-r", str(pins))
+    for command in install_commands(chosen, f"{session.bin}/python", UV, scratch):
+        session.run(*command, external=True)
 
 
 @nox.session(default=False)
@@ -151,7 +156,7 @@ def bisect(session: nox.Session) -> None:
         session.error("a bisection reinstalls its environment: run it without --no-venv")
     if not session.posargs:
         session.error("usage: nox -s bisect -- rope-bf16/broken transformers 4.37.2 4.39.3")
-    session.install("pip", "uv", *nox.project.dependency_groups(PYPROJECT, "cases"))
+    session.install("uv", *nox.project.dependency_groups(PYPROJECT, "cases"))
     session.run("python", "-m", "shared.harness", "bisect", *session.posargs,
                 env={"GALLERY_UV": UV})  # fmt: skip
 

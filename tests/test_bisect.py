@@ -1,16 +1,11 @@
-"""Release bisection: the search (on recorded verdicts), and one real bisection of two releases."""
+"""Release bisection: the search, on recorded verdicts. Installing releases from an index and
+searching them for real (a local index of tiny packages): test_matrix_environments.py."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-from conftest import ROOT
 
-from shared.harness import bisect
+from shared.harness import bisect, store
 from shared.harness.cli import main
 from shared.harness.report import Bisection, Probe
 
@@ -22,8 +17,9 @@ class RecordedBisector:
 
     verdicts: dict[str, list[str]] = {}
 
-    def __init__(self, case, variant, package, base, by_message=False) -> None:
+    def __init__(self, case, variant, package, base, by_message=False, python=None) -> None:
         self.base, self.probes, self.installs, self.versions = base, [], 0, {"torch": "2.13.0"}
+        self.cuda_devices: list[str] = []
 
     def probe(self, version: str) -> Probe:
         runs = self.verdicts[version]
@@ -45,7 +41,7 @@ def recorded(monkeypatch, tmp_path):
                 "--matrix-dir", str(tmp_path)]  # fmt: skip
         status = main(argv)
         stored = list((tmp_path / "bisections").glob("*.json"))
-        return status, Bisection.read(stored[0]) if stored else None
+        return status, store.read_bisection(stored[0]) if stored else None
 
     return run
 
@@ -93,30 +89,6 @@ def test_without_bounds_and_without_a_stored_flip_it_asks_for_them(tmp_path, cap
     argv = ["bisect", "lora-fp16-gradscaler/peft_default", "peft", "--matrix-dir", str(tmp_path)]
     assert main(argv) == 2
     assert "give GOOD and BAD" in capsys.readouterr().err
-
-
-def test_a_real_bisection_over_two_adjacent_peft_releases(tmp_path):
-    """peft 0.12.0 upcast adapters to float32 (PR #1706): installed for real, over the
-    peft-0-12 set with peft moved, in an environment of the test's own."""
-    uv = str(Path(sys.executable).parent / "uv")
-    venv = tmp_path / "venv"
-    subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    subprocess.run([uv, "pip", "install", "-q", "--python", python, "pip", "packaging"], check=True)
-    run = subprocess.run(
-        [python, "-m", "shared.harness", "bisect", "lora-fp16-gradscaler/peft_default", "peft",
-         "0.11.1", "0.12.0", "--base", "peft-0-12", "--matrix-dir", str(tmp_path / "m")],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200,
-        env={**os.environ, bisect.UV_VARIABLE: uv},
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    (path,) = (tmp_path / "m" / "bisections").glob("*.json")
-    assert path.name == "lora-fp16-gradscaler--peft_default--peft-0.12.0.json"
-    found = Bisection.read(path)
-    assert (found.last_before, found.first_changed) == ("0.11.1", "0.12.0")
-    assert (found.verdict_before, found.verdict_after) == ("REPRODUCED", "PASSED")
-    assert found.probes[-1].rerun == "PASSED"  # the changed verdict was run twice
-    assert found.installs == 2 and found.versions["transformers"] == "4.44.2"
 
 
 def test_with_message_a_reworded_error_is_a_change():

@@ -1,19 +1,20 @@
-"""The regression matrix: one store of run reports, tables and flips generated from it, changes
-named, bisections attached to the flips they locate, and one real cheap axis."""
+"""The regression matrix: one store (a measurement record), tables and flips generated from it,
+changes named, bisections attached to the flips they locate, the store's conversion and its
+completeness check. Installing sets for real (from a local index): test_matrix_environments.py."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import json
+import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, read_report, run_gallery
 
+from shared.harness import store
 from shared.harness.catalog import case_names, load_case
 from shared.harness.cli import main
 from shared.harness.library_sets import (
+    UNDECLARED_IMPORTS,
     LibrarySetError,
     custom_set,
     dated_set,
@@ -21,7 +22,8 @@ from shared.harness.library_sets import (
     named_sets,
     sweep_dates,
 )
-from shared.harness.matrix import all_rows, flips, table_text
+from shared.harness.matrix import ENVIRONMENT_FILE, all_rows, declared_cells, flips, table_text
+from shared.harness.paths import MATRIX_DIR
 from shared.harness.report import Bisection, CaseReport, ErrorRecord, Probe, Verdict
 
 
@@ -30,7 +32,9 @@ def matrix_main(argv: list[str]) -> int:
 
 
 def collect(matrix_dir: Path, library_set: str, folder: Path) -> int:
-    return matrix_main(["collect", library_set, str(folder), "--matrix-dir", str(matrix_dir)])
+    table = matrix_dir.parent / "table.md"
+    return matrix_main(["collect", library_set, str(folder), "--matrix-dir", str(matrix_dir),
+                        "--table", str(table)])  # fmt: skip
 
 
 MESSAGE = "mat1 and mat2 must have the same dtype, but got Float and BFloat16"
@@ -40,7 +44,15 @@ def write_report(
     folder: Path, verdict: str, transformers: str, peft: str | None = None, case: str = "demo"
 ) -> Path:
     """A gallery report (the one report type the harness writes) with one broken variant."""
-    error = ErrorRecord("RuntimeError", "builtins.RuntimeError", MESSAGE, ("x.py:f",))
+    error = ErrorRecord("RuntimeError", "builtins.RuntimeError", MESSAGE + "\nmore lines",
+                        ("x.py:f",))  # fmt: skip
+    installed = {"torch": "2.13.0", "transformers": transformers, "numpy": "2.4.6"}
+    if peft:
+        installed["peft"] = peft
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ENVIRONMENT_FILE).write_text(json.dumps({
+        "set": folder.name, "asked": {"requirements": [f"transformers=={transformers}"]},
+        "installed": installed, "python": "3.11.7", "machine": "Linux x86_64"}))  # fmt: skip
     CaseReport(
         case=case,
         title="Demo",
@@ -60,6 +72,8 @@ def write_report(
                 variant="broken",
                 device="cpu",
                 error=error if verdict == "REPRODUCED" else None,
+                note="the case's note, copied",
+                output_tail="what it printed\n" * 40,
             )
         ],
     ).write(folder)
@@ -79,11 +93,27 @@ def test_each_set_is_a_column_with_the_message_seen(tmp_path, capsys):
     assert "**old**<br>torch 2.13.0, transformers 5.22.2" in table
     assert table.count(f"REPRODUCED (cpu): `RuntimeError: {MESSAGE}`") == 2
     assert "diffusers" not in table  # not installed: not shown
-    # The store is the run report itself, and nothing derived is written beside it.
-    stored = CaseReport.read(matrix_dir / "sets" / "new" / "demo.json")
-    assert stored == CaseReport.read(new / "demo.json")
+    # The store: a header per set (what was asked, every package installed), a record per case
+    # (rows without the case's note or the printed output; the error line and frames stay),
+    # and nothing derived beside them.
+    header = json.loads((matrix_dir / "sets" / "new" / "set.json").read_text())
+    (environment,) = header["environments"]
+    assert environment["installed"] == {"numpy": "2.4.6", "torch": "2.13.0",
+                                        "transformers": "5.23.0"}  # fmt: skip
+    assert environment["asked"] == {"requirements": ["transformers==5.23.0"]}
+    assert (environment["python"], environment["machine"], environment["complete"]) == (
+        "3.11.7", "Linux x86_64", True)  # fmt: skip
+    record = json.loads((matrix_dir / "sets" / "new" / "demo.json").read_text())
+    assert record["environment"] == environment["id"]
+    (row,) = record["variants"]
+    assert "note" not in row and "output_tail" not in row and "title" not in record
+    assert row["error"]["message"] == MESSAGE and row["error"]["frames"] == ["x.py:f"]
     assert sorted(p.relative_to(matrix_dir).as_posix() for p in matrix_dir.rglob("*.*")) == [
-        "sets/new/demo.json", "sets/old/demo.json"]  # fmt: skip
+        "sets/new/demo.json",
+        "sets/new/set.json",
+        "sets/old/demo.json",
+        "sets/old/set.json",
+    ]
 
 
 def test_a_set_collected_again_replaces_the_reports_of_the_cases_it_ran(tmp_path):
@@ -91,17 +121,38 @@ def test_a_set_collected_again_replaces_the_reports_of_the_cases_it_ran(tmp_path
     assert collect(matrix_dir, "s", write_report(runs / "a", "REPRODUCED", "5.23.0")) == 0
     assert collect(matrix_dir, "s", write_report(runs / "b", "REPRODUCED", "5.23.0", case="x")) == 0
     assert collect(matrix_dir, "s", write_report(runs / "c", "UNAFFECTED", "5.23.0", case="x")) == 0
-    stored = {p.name: CaseReport.read(p) for p in (matrix_dir / "sets" / "s").iterdir()}
-    assert sorted(stored) == ["demo.json", "x.json"]
-    assert stored["x.json"].verdict("broken").kind == "UNAFFECTED"  # the latest run of x
+    stored = {p.name: json.loads(p.read_text()) for p in (matrix_dir / "sets" / "s").iterdir()}
+    assert sorted(stored) == ["demo.json", "set.json", "x.json"]
+    assert stored["x.json"]["variants"][0]["kind"] == "UNAFFECTED"  # the latest run of x
+    # One environment: runs on the same stack share it; one no case refers to is dropped.
+    assert len(stored["set.json"]["environments"]) == 1
+    assert collect(matrix_dir, "s", write_report(runs / "d", "REPRODUCED", "5.24.0")) == 0
+    assert collect(matrix_dir, "s", write_report(runs / "e", "REPRODUCED", "5.24.0", case="x")) == 0
+    header = json.loads((matrix_dir / "sets" / "s" / "set.json").read_text())
+    assert [env["installed"]["transformers"] for env in header["environments"]] == ["5.24.0"]
 
 
-def test_a_change_fails_the_set_and_is_named(tmp_path, capsys):
+def test_a_change_fails_the_set_and_is_named_last_the_table_in_a_file(tmp_path, capsys):
     folder = write_report(tmp_path / "runs" / "upgrade", "NOT-REPRODUCED", "9.0.0")
     assert collect(tmp_path / "m", "upgrade", folder) == 1
     captured = capsys.readouterr()
-    assert "matrix: CHANGED on upgrade: demo/broken NOT-REPRODUCED" in captured.err
-    assert "NOT-REPRODUCED (cpu): `ran clean; expected" in captured.out
+    assert captured.err.strip().splitlines()[-1] == (
+        "matrix: CHANGED on upgrade: demo/broken NOT-REPRODUCED: ran clean; expected RuntimeError "
+        "matching /mat1/")  # fmt: skip
+    assert captured.out.splitlines() == [
+        f"matrix: the table of every stored set: {tmp_path / 'table.md'}",
+        f"matrix: upgrade, stored in {tmp_path / 'm' / 'sets' / 'upgrade'}:",
+        "  demo/broken: NOT-REPRODUCED (cpu): ran clean; expected RuntimeError matching /mat1/",
+        "matrix: upgrade: 0 as documented, 0 skipped, 1 changed",
+    ]  # the table is not printed: it is in the file
+    assert "NOT-REPRODUCED (cpu): `ran clean; expected" in (tmp_path / "table.md").read_text()
+
+
+def test_a_set_whose_environment_was_not_recorded_is_an_error(tmp_path, capsys):
+    folder = write_report(tmp_path / "runs" / "x", "REPRODUCED", "5.23.0")
+    (folder / ENVIRONMENT_FILE).unlink()
+    assert collect(tmp_path / "m", "x", folder) == 2
+    assert "the set's environment was not recorded" in capsys.readouterr().err
 
 
 def test_no_reports_is_an_error(tmp_path):
@@ -109,35 +160,6 @@ def test_no_reports_is_an_error(tmp_path):
     assert (
         matrix_main(["collect", "x", str(tmp_path / "empty"), "--matrix-dir", str(tmp_path)]) == 2
     )
-
-
-def test_two_transformers_versions_over_the_pinned_torch(tmp_path):
-    """The cheap axis CI runs for real: `transformers-previous` in its own nox environment,
-    then this environment's (pinned) set, into one table."""
-    env = {
-        **os.environ,
-        "GALLERY_MATRIX_DIR": str(tmp_path),
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-    }
-    run = subprocess.run(
-        [sys.executable, "-m", "nox", "-s", "matrix(transformers-previous)"],
-        cwd=ROOT, capture_output=True, text=True, env=env, timeout=1200,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    pinned = tmp_path / "pinned-run"
-    assert run_gallery("minicpm", report_dir=pinned).returncode == 0
-    assert read_report(pinned, "minicpm")["broken"]["kind"] == "REPRODUCED"
-    assert collect(tmp_path, "pinned", pinned) == 0
-
-    broken = {
-        path.parent.name: CaseReport.read(path)
-        for path in (tmp_path / "sets").glob("*/minicpm.json")
-    }
-    assert broken["transformers-previous"].versions["transformers"] == "5.22.2"
-    assert broken["pinned"].versions["transformers"] != "5.22.2"
-    for report in broken.values():
-        verdict = report.verdict("broken")
-        assert (verdict.kind, verdict.error.message) == ("REPRODUCED", MESSAGE)
 
 
 def test_flips_name_the_library_and_the_measured_versions_on_either_side(tmp_path, capsys):
@@ -223,9 +245,17 @@ def test_which_cases_a_set_runs_is_decided_in_one_place(capsys):
         assert (name in first.cases) == (load_case(name).era_start <= sweep[0])
     assert set(dated_set(sweep[-1]).cases) == set(case_names())
     assert not any("==" in spec for spec in first.requirements)  # the date decides versions
+    # No set declares what old releases import undeclared: one rule adds it to every set.
+    for name in named_sets():
+        chosen = library_set(name)
+        assert not set(UNDECLARED_IMPORTS) & {spec.split("=")[0] for spec in chosen.requirements}
+        assert chosen.to_resolve[-len(UNDECLARED_IMPORTS) :] == UNDECLARED_IMPORTS
     # A date outside the sweep is a user's question about that stack: every case runs.
     assert set(custom_set(["--as-of", "2024-06-30"]).cases) == set(case_names())
-    assert custom_set(["--as-of", "2024-06-30", "numpy<2"]).requirements[-1] == "numpy<2"
+    assert custom_set(["--as-of", "2024-06-30"]).name == "as-of-2024-06-30"
+    with_numpy = custom_set(["--as-of", "2024-06-30", "numpy<2"])
+    assert with_numpy.requirements[-1] == "numpy<2"
+    assert with_numpy.name.startswith("as-of-2024-06-30-")  # another stack: not the date's
     assert "torch==2.16.0" in custom_set(["torch==2.16.0"]).requirements
     assert matrix_main(["cases", "transformers-previous"]) == 0
     assert capsys.readouterr().out.split() == list(library_set("transformers-previous").cases)
@@ -246,3 +276,67 @@ def test_a_set_that_cannot_be_honoured_says_what_to_give(arguments, complaint):
 def test_an_unknown_set_is_refused_naming_the_known_ones(capsys):
     assert matrix_main(["cases", "nope"]) == 2
     assert "unknown library set 'nope'; known: pinned" in capsys.readouterr().err
+
+
+def test_a_custom_set_is_named_by_its_content_and_read_from_a_requirements_file(tmp_path):
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(
+        "# our stack\ntorch==2.4.1 \\\n    --hash=sha256:abc\n-r more.txt\n\n", encoding="utf-8"
+    )
+    (tmp_path / "more.txt").write_text("transformers==4.44.2  # pinned\n", encoding="utf-8")
+    from_file = custom_set(["-r", str(requirements), "numpy<2"])
+    typed = custom_set(["torch==2.4.1", "transformers==4.44.2", "numpy<2"])
+    assert from_file.requirements[-3:] == ("torch==2.4.1", "transformers==4.44.2", "numpy<2")
+    assert from_file.name == typed.name and from_file.name.startswith("custom-")
+    assert custom_set(["torch==2.4.0"]).name != typed.name
+    (tmp_path / "bad.txt").write_text("--index-url https://example.org/simple\n")
+    with pytest.raises(LibrarySetError, match="bad.txt:1: .* not a requirement the matrix takes"):
+        custom_set(["-r", str(tmp_path / "bad.txt")])
+    with pytest.raises(LibrarySetError, match="-r needs a file"):
+        custom_set(["-r"])
+
+
+def test_the_conversion_of_the_store_keeps_every_reader_and_is_idempotent(tmp_path):
+    """The committed store (whatever format its files are in) converted: the table and flips
+    read the same, a second conversion changes nothing, the check finds nothing unconverted."""
+    copy = tmp_path / "matrix"
+    shutil.copytree(MATRIX_DIR, copy)
+    before = table_text(copy)
+    store.convert(copy)
+    assert table_text(copy) == before
+    snapshot = {p: p.read_bytes() for p in copy.rglob("*.json")}
+    assert store.convert(copy) == []
+    assert {p: p.read_bytes() for p in copy.rglob("*.json")} == snapshot
+    assert not [p for p in store.problems(copy, {}) if p.startswith("not converted")]
+
+
+def test_a_run_report_in_the_store_is_converted_with_what_it_knew(tmp_path):
+    folder = write_report(tmp_path / "old", "REPRODUCED", "5.23.0")
+    (folder / ENVIRONMENT_FILE).unlink()
+    shutil.copytree(folder, tmp_path / "matrix" / "sets" / "old")
+    assert store.problems(tmp_path / "matrix", {}) == [
+        "not converted: sets/old/demo.json (python -m shared.harness matrix convert)"
+    ]
+    assert matrix_main(["convert", "--matrix-dir", str(tmp_path / "matrix")]) == 0
+    header = json.loads((tmp_path / "matrix" / "sets" / "old" / "set.json").read_text())
+    (environment,) = header["environments"]
+    assert environment["complete"] is False and environment["asked"] is None
+    assert environment["installed"] == {"torch": "2.13.0", "transformers": "5.23.0"}
+    assert store.problems(tmp_path / "matrix", {}) == []
+
+
+def test_a_declared_cell_missing_from_the_store_fails_the_check(tmp_path, capsys):
+    matrix_dir = tmp_path / "matrix"
+    collect(matrix_dir, "s", write_report(tmp_path / "runs" / "s", "REPRODUCED", "5.23.0"))
+    assert store.problems(matrix_dir, {"s": ("demo",)}) == []
+    assert store.problems(matrix_dir, {"s": ("demo", "other")}) == [
+        'missing: s declares other, the store has no run of it (nox -s "matrix(s)" -- other)'
+    ]
+
+
+def test_the_committed_store_holds_every_declared_cell_in_its_format(capsys):
+    """Each (set, case) pyproject.toml declares has a stored record (python -m shared.harness
+    matrix check)."""
+    assert declared_cells()["pinned"] == tuple(case_names())
+    status = matrix_main(["check"])
+    assert status == 0, capsys.readouterr().err

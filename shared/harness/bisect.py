@@ -4,11 +4,13 @@
                                     [--pre] [--message]
     (or: nox -s bisect -- CASE/VARIANT PACKAGE [GOOD BAD] ...)
 
-Runs in an environment it may reinstall (nox's ``bisect`` session makes one): lists the
-package's releases from GOOD to BAD as the installer's configured index serves them (``pip
-index versions``; no host is named here), holds the rest of the stack fixed (the pinned set, a
-named matrix set, or the stack of a date), installs one release at a time (uv), runs the variant
-and binary-searches the verdict's change. Without GOOD and BAD it takes the first cut of the
+Runs in an environment it reinstalls (nox's ``bisect`` session makes one): lists the package's
+releases from GOOD to BAD from the index the installer is configured with (``UV_DEFAULT_INDEX``,
+``UV_INDEX_URL`` or ``PIP_INDEX_URL``, else PyPI; its JSON simple API), holds the rest of the
+stack fixed (the pinned set, a named matrix set, or the stack of a date), makes the environment
+hold exactly that stack with one release at a time (``shared.harness.environment``: resolved
+and synced, nothing left from the last probe), runs the variant and binary-searches the
+verdict's change. Without GOOD and BAD it takes the first cut of the
 stored flips that no bisection located yet. A release whose verdict differs from GOOD's is run
 twice before it counts: a verdict that differs between identical runs is recorded as flaky and
 nothing is concluded (as transformers' utils/check_bad_commit.py re-runs before bisecting).
@@ -20,19 +22,26 @@ The result is stored in ``reports/matrix/bisections/`` and shown with the flips.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from shared.harness import store
 from shared.harness.catalog import CaseError, load_case
+from shared.harness.environment import install_commands, installed_packages, platform_description
 from shared.harness.library_sets import (
     PINNED,
     LibrarySet,
@@ -40,9 +49,10 @@ from shared.harness.library_sets import (
     dated_set,
     library_set,
 )
-from shared.harness.matrix import BISECTIONS, all_rows, flips, stored_bisections
+from shared.harness.matrix import all_rows, flips, stored_bisections
 from shared.harness.paths import MATRIX_DIR, REPO_ROOT, relative
 from shared.harness.report import Bisection, CaseReport, Probe
+from shared.harness.store import BISECTIONS
 
 UV_VARIABLE = "GALLERY_UV"  # the uv binary (nox's bisect session sets it)
 UNINSTALLABLE = "UNINSTALLABLE"
@@ -69,16 +79,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     default_dir = Path(os.environ.get("GALLERY_MATRIX_DIR", MATRIX_DIR))
     parser.add_argument("--matrix-dir", type=Path, default=default_dir)
+    parser.add_argument(
+        "--python", default=sys.executable,
+        help="the interpreter of the environment to reinstall (default: this one)",
+    )  # fmt: skip
     parser.set_defaults(handler=bisect_command)
 
 
 def bisect_command(args: argparse.Namespace) -> int:
     try:
-        bisection = run_bisection(args)
+        bisection, environment = run_bisection(args, args.python)
     except (BisectError, CaseError, LibrarySetError) as exc:
         print(f"bisect: error: {exc}", file=sys.stderr)
         return 2
-    path = bisection.write(args.matrix_dir / BISECTIONS)
+    path = store.store_bisection(args.matrix_dir / BISECTIONS, bisection, environment)
     print(f"\n{summary(bisection)}\nrecorded in {relative(path)}")
     return 1 if bisection.flaky else 0
 
@@ -100,7 +114,9 @@ def summary(bisection: Bisection) -> str:
     )
 
 
-def run_bisection(args: argparse.Namespace) -> Bisection:
+def run_bisection(args: argparse.Namespace, python: str = sys.executable) -> tuple[Bisection, dict]:
+    """The bisection, and the environment it held fixed (as the store records it); ``python``:
+    the interpreter of the environment it reinstalls."""
     case_name, _, variant = args.target.partition("/")
     case = load_case(case_name)
     if variant not in {v.name for v in case.variants}:
@@ -109,7 +125,7 @@ def run_bisection(args: argparse.Namespace) -> Bisection:
     good, bad = _bounds(args, case_name, variant)
     releases = _releases(args.package, good, bad, args.pre)
     started = time.perf_counter()
-    bisector = _Bisector(case_name, variant, args.package, base, by_message=args.message)
+    bisector = _Bisector(case_name, variant, args.package, base, args.message, python)
     before = bisector.probe(releases[0])
     after = bisector.probe(releases[-1])
     if UNINSTALLABLE in (before.verdict, after.verdict):
@@ -134,7 +150,7 @@ def run_bisection(args: argparse.Namespace) -> Bisection:
         else:
             high = middle
     first = next(p for p in bisector.probes if p.version == releases[high])
-    return Bisection(
+    bisection = Bisection(
         case=case_name,
         variant=variant,
         package=args.package,
@@ -151,6 +167,16 @@ def run_bisection(args: argparse.Namespace) -> Bisection:
         seconds=round(time.perf_counter() - started, 1),
         finished=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     )
+    described = platform_description(python)
+    environment = store.new_environment(
+        asked={**base.asked, "bisected": f"{args.package} {releases[0]} .. {releases[-1]}"},
+        installed=installed_packages(python),  # as the last probe left it
+        python=described["python"],
+        machine=described["machine"],
+        cuda_devices=bisector.cuda_devices,
+        recorded=bisection.finished,
+    )
+    return bisection, environment
 
 
 def _bounds(args: argparse.Namespace, case: str, variant: str) -> tuple[str, str]:
@@ -171,42 +197,71 @@ def _bounds(args: argparse.Namespace, case: str, variant: str) -> tuple[str, str
     )
 
 
+def index_url() -> str:
+    """The index the installer is configured with (uv's variables first, then pip's)."""
+    for variable in ("UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_INDEX_URL"):
+        if os.environ.get(variable):
+            return os.environ[variable].rstrip("/")
+    return "https://pypi.org/simple"
+
+
 def _releases(package: str, good: str, bad: str, pre: bool) -> list[str]:
-    """Every release from ``good`` to ``bad`` (either order), oldest first, as the index has it."""
-    command = [sys.executable, "-m", "pip", "index", "versions", package, *(["--pre"] * pre)]
-    listed = subprocess.run(command, capture_output=True, text=True)
-    found = re.search(r"^Available versions: (.+)$", listed.stdout, re.MULTILINE)
-    if listed.returncode != 0 or not found:
-        raise BisectError(
-            f"could not list the releases of {package} ({' '.join(command[1:])}): "
-            f"{listed.stderr.strip()[-500:] or 'no versions listed'}"
-        )
+    """Every release from ``good`` to ``bad`` (either order), oldest first, as the index has it
+    (its JSON simple API, PEP 691/700: the versions that have a file not yanked)."""
+    url = f"{index_url()}/{canonicalize_name(package)}/"
+    request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            page = json.load(response)
+    except (OSError, ValueError) as exc:  # URLError is an OSError; bad JSON a ValueError
+        raise BisectError(f"could not list the releases of {package} from {url}: {exc}") from None
     try:
         low, high = sorted((Version(good), Version(bad)))
-        versions = sorted(Version(text.strip()) for text in found.group(1).split(","))
+        versions = sorted({Version(v) for v in page.get("versions", ()) if _has_file(page, v)})
     except InvalidVersion as exc:
         raise BisectError(str(exc)) from None
-    between = [str(v) for v in versions if low <= v <= high]
+    between = [str(v) for v in versions if low <= v <= high and (pre or not v.is_prerelease
+                                                                  or v in (low, high))]  # fmt: skip
     missing = {str(low), str(high)} - set(between)
     if missing:
         raise BisectError(f"{package} {sorted(missing)} not among the index's releases")
     return between if Version(good) <= Version(bad) else between[::-1]
 
 
+def _has_file(page: dict, version: str) -> bool:
+    """A release with at least one file not yanked (a file's version read from its name)."""
+    from packaging.utils import parse_sdist_filename, parse_wheel_filename
+
+    for entry in page.get("files", ()):
+        name = entry["filename"]
+        try:
+            parsed = (parse_wheel_filename(name)[1] if name.endswith(".whl")
+                      else parse_sdist_filename(name)[1])  # fmt: skip
+        except ValueError:
+            continue
+        if parsed == Version(version) and not entry.get("yanked"):
+            return True
+    return False
+
+
 class _Bisector:
-    """Installs one release of ``package`` over ``base`` at a time and runs the variant."""
+    """Makes ``python``'s environment hold ``base`` with one release of ``package`` at a time
+    and runs the variant there."""
 
     def __init__(
-        self, case: str, variant: str, package: str, base: LibrarySet, by_message: bool = False
-    ) -> None:
+        self, case: str, variant: str, package: str, base: LibrarySet, by_message: bool = False,
+        python: str = sys.executable,
+    ) -> None:  # fmt: skip
         self.case, self.variant, self.package, self.base = case, variant, package, base
         self.by_message = by_message  # the outcome is the verdict and the error's first line
+        self.python = python
         self.uv = os.environ.get(UV_VARIABLE) or shutil.which("uv")
         if not self.uv:
             raise BisectError(f"needs uv: set {UV_VARIABLE} or put uv on PATH (nox -s bisect does)")
         self.probes: list[Probe] = []
         self.installs = 0
         self.versions: dict[str, str | None] = {}
+        self.cuda_devices: list[str] = []
 
     def probe(self, version: str) -> Probe:
         print(f"bisect: {self.package}=={version} over {self.base.name} ...", flush=True)
@@ -220,6 +275,7 @@ class _Bisector:
             if probe.verdict != first:  # a change is believed only when it repeats
                 probe.rerun = outcome(self._run().verdict(self.variant), self.by_message)
             self.versions = {k: v for k, v in report.versions.items() if k != self.package}
+            self.cuda_devices = list(report.cuda_devices)
         again = f" (run again: {probe.rerun})" if probe.rerun else ""
         shown = (
             probe.verdict if probe.message in probe.verdict else f"{probe.verdict} {probe.message}"
@@ -228,36 +284,32 @@ class _Bisector:
         self.probes.append(probe)
         return probe
 
+    def probe_set(self, version: str) -> LibrarySet:
+        """The base with ``package==version`` in place of its own requirement of it."""
+        kept = tuple(r for r in self.base.requirements
+                     if Requirement(r).name.lower() != self.package.lower())  # fmt: skip
+        return dataclasses.replace(self.base, requirements=(*kept, f"{self.package}=={version}"))
+
     def _install(self, version: str) -> bool:
-        """Resolve the base with ``package==version`` to exact pins, then install them."""
-        requirements = self._requirements(version)
+        """Resolve the base with ``package==version`` to exact pins, then sync to them."""
         with tempfile.TemporaryDirectory(prefix="gallery-bisect-") as scratch:
-            pins = Path(scratch) / "pins.txt"
-            compile_args = [self.uv, "pip", "compile", "-", "-o", str(pins), "-q",
-                            "--python", sys.executable, *self.base.install_args]  # fmt: skip
+            resolve, sync = install_commands(
+                self.probe_set(version), self.python, self.uv, Path(scratch)
+            )
             if self.base.as_of:  # the bisected package may be newer than the stack's date
                 today = datetime.date.today().isoformat()
-                compile_args += ["--exclude-newer-package", f"{self.package}={today}"]
-            resolved = subprocess.run(compile_args, input="\n".join(requirements),
-                                      capture_output=True, text=True)  # fmt: skip
+                resolve += ["--exclude-newer-package", f"{self.package}={today}"]
+            resolved = subprocess.run(resolve, capture_output=True, text=True)
             if resolved.returncode != 0:
                 print(resolved.stderr[-1500:], file=sys.stderr)
                 return False
             self.installs += 1
-            subprocess.run([self.uv, "pip", "install", "-q", "--python", sys.executable,
-                            "-r", str(pins)], check=True)  # fmt: skip
+            subprocess.run(sync, check=True)
         return True
-
-    def _requirements(self, version: str) -> list[str]:
-        from packaging.requirements import Requirement
-
-        kept = [r for r in self.base.requirements
-                if Requirement(r).name.lower() != self.package.lower()]  # fmt: skip
-        return [*kept, f"{self.package}=={version}"]
 
     def _run(self) -> CaseReport:
         with tempfile.TemporaryDirectory(prefix="gallery-bisect-run-") as scratch:
-            command = [sys.executable, "-m", "shared.harness", "run", self.case, "--only",
+            command = [self.python, "-m", "shared.harness", "run", self.case, "--only",
                        self.variant, "--jobs", "1", "--report-dir", scratch]  # fmt: skip
             run = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
             if run.returncode not in (0, 1):

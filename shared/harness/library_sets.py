@@ -5,9 +5,14 @@ From ``pyproject.toml``:
 - each ``[tool.gallery.matrix]`` entry: its packages and its cases (``"all"`` or a list);
 - the dated sweep, ``[tool.gallery.sweep]``: ``as-of-DATE`` for each date, what the installer
   resolves for the ``cases`` group's package names with nothing uploaded after DATE (uv's
-  ``--exclude-newer``), plus that date's extra ``constraints`` where its resolution is itself
-  broken; a dated set runs the cases whose ``era_start`` is on or before its date;
-- ``custom``: what a user names (``nox -s matrix -- torch==2.16.0 ...`` or ``-- --as-of DATE``).
+  ``--exclude-newer``); a dated set runs the cases whose ``era_start`` is on or before its date;
+- a custom set: what a user names (``nox -s matrix -- torch==2.16.0 ...``, ``-- -r
+  requirements.txt``, ``-- --lock pylock.toml`` or ``-- --as-of DATE``), stored under a name
+  made of its content (``custom-<hash>``, ``as-of-DATE-<hash>`` with extra requirements), so
+  that two stacks never share a column.
+
+Every set is resolved with :data:`UNDECLARED_IMPORTS` added (see there), then installed by
+``shared.harness.environment`` into an environment holding exactly that resolution.
 
 This module imports no torch; nox, the CLI and the workflows read it.
 """
@@ -15,8 +20,11 @@ This module imports no torch; nox, the CLI and the workflows read it.
 from __future__ import annotations
 
 import datetime
+import hashlib
+import re
 import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
 from packaging.requirements import Requirement
 
@@ -26,6 +34,12 @@ from shared.harness.paths import REPO_ROOT
 PYPROJECT = REPO_ROOT / "pyproject.toml"
 PINNED, CUSTOM = "pinned", "custom"
 AS_OF_PREFIX = "as-of-"
+# What releases of the libraries import without declaring it, so that an environment made by a
+# strict installer (uv installs nothing unasked) lacks it where a user's pip-made virtualenv of
+# that time had it: peft 0.11 imports torch.utils.cpp_extension, bitsandbytes 0.42-0.45 imports
+# triton's build module, both import setuptools. Every set gets it unless it names it itself:
+# a rule, not a table of the dates or sets that happened to need it.
+UNDECLARED_IMPORTS = ("setuptools",)
 
 
 class LibrarySetError(Exception):
@@ -37,14 +51,31 @@ class LibrarySet:
     """What to install for one column of the matrix, and the cases it runs."""
 
     name: str
-    requirements: tuple[str, ...]
+    requirements: tuple[str, ...]  # what was asked (a lock file: nothing besides it)
     cases: tuple[str, ...]
     as_of: datetime.date | None = None  # resolve with nothing uploaded after this date
+    lock: Path | None = None  # a lock file the installer syncs to as it is (no resolution)
 
     @property
     def install_args(self) -> tuple[str, ...]:
         """The installer's options besides the requirements (uv's ``--exclude-newer``)."""
         return ("--exclude-newer", self.as_of.isoformat()) if self.as_of else ()
+
+    @property
+    def to_resolve(self) -> tuple[str, ...]:
+        """The requirements with the :data:`UNDECLARED_IMPORTS` rule applied."""
+        named = {Requirement(spec).name.lower() for spec in self.requirements}
+        return self.requirements + tuple(p for p in UNDECLARED_IMPORTS if p not in named)
+
+    @property
+    def asked(self) -> dict:
+        """What was asked, as the store's header records it."""
+        asked: dict = {"requirements": list(self.requirements), "options": list(self.install_args)}
+        if self.lock:
+            text = self.lock.read_bytes()
+            asked["lock"] = {"file": self.lock.name, "sha256": hashlib.sha256(text).hexdigest()}
+        asked["added_by_rule"] = [spec for spec in self.to_resolve if spec not in self.requirements]
+        return asked
 
 
 def _pyproject() -> dict:
@@ -76,19 +107,21 @@ def dated_set(date: object, extra: tuple[str, ...] = ()) -> LibrarySet:
     date = _date(date)
     if date > datetime.date.today():
         raise LibrarySetError(f"--as-of {date}: a date in the future resolves today's releases")
-    sweep = _pyproject()["tool"]["gallery"]["sweep"]
-    names = [Requirement(spec).name for spec in pinned_requirements()]
-    constraints = tuple(sweep.get("constraints", {}).get(date.isoformat(), ()))
-    in_sweep = date in sweep_dates()
+    names = tuple(Requirement(spec).name for spec in pinned_requirements())
+    in_sweep = date in sweep_dates() and not extra
     cases = tuple(
         name for name in case_names() if not in_sweep or load_case(name).era_start <= date
     )
-    return LibrarySet(
-        name=f"{AS_OF_PREFIX}{date.isoformat()}",
-        requirements=_override(tuple(names) + constraints, extra),
-        cases=cases,
-        as_of=date,
-    )
+    name = f"{AS_OF_PREFIX}{date.isoformat()}"
+    if extra:  # another stack than the date's own: a column of its own
+        name += f"-{_content_hash(extra)}"
+    return LibrarySet(name=name, requirements=_override(names, extra), cases=cases, as_of=date)
+
+
+def set_date(name: str) -> datetime.date | None:
+    """The date of a dated set's name (``as-of-DATE`` or ``as-of-DATE-<hash>``), else None."""
+    found = re.match(rf"{AS_OF_PREFIX}(\d{{4}}-\d{{2}}-\d{{2}})", name)
+    return datetime.date.fromisoformat(found.group(1)) if found else None
 
 
 def named_sets() -> list[str]:
@@ -115,21 +148,87 @@ def library_set(name: str) -> LibrarySet:
     return LibrarySet(name, tuple(matrix[name]["packages"]), cases)
 
 
+USAGE = (
+    "name a set to run it: nox -s matrix -- torch==2.16.0 transformers==5.30.0, "
+    "-- -r requirements.txt, -- --lock pylock.toml, or -- --as-of 2024-06-30"
+)
+
+
 def custom_set(arguments: list[str]) -> LibrarySet:
-    """What ``nox -s matrix -- ARGS`` names: requirements over the pinned set, or
-    ``--as-of DATE`` (with optional extra requirements) for the stack of that date."""
+    """What ``nox -s matrix -- ARGS`` names: requirements (typed, or ``-r FILE``) over the
+    pinned set; ``--as-of DATE`` first for the stack of that date (extra requirements over it);
+    or ``--lock FILE`` alone (a ``pylock.toml`` or a fully pinned requirements file) installed
+    as it is. Stored under a name made of what was asked."""
+    if arguments[:1] == ["--lock"]:
+        if len(arguments) != 2:
+            raise LibrarySetError("--lock takes one file and nothing else: --lock pylock.toml")
+        lock = Path(arguments[1]).resolve()
+        if not lock.is_file():
+            raise LibrarySetError(f"--lock {arguments[1]}: no such file")
+        name = f"{CUSTOM}-{hashlib.sha256(lock.read_bytes()).hexdigest()[:10]}"
+        return LibrarySet(name, (), tuple(case_names()), lock=lock)
     if arguments[:1] == ["--as-of"]:
         if len(arguments) < 2:
             raise LibrarySetError("--as-of needs a date: --as-of 2024-06-30")
-        return dated_set(arguments[1], tuple(arguments[2:]))
-    if not arguments:
-        raise LibrarySetError(
-            "name a set to run it: nox -s matrix -- torch==2.16.0 transformers==5.30.0, "
-            "or nox -s matrix -- --as-of 2024-06-30"
-        )
+        return dated_set(arguments[1], _requested(arguments[2:]))
+    requested = _requested(arguments)
+    if not requested:
+        raise LibrarySetError(USAGE)
     return LibrarySet(
-        CUSTOM, _override(pinned_requirements(), tuple(arguments)), tuple(case_names())
+        f"{CUSTOM}-{_content_hash(requested)}",
+        _override(pinned_requirements(), requested),
+        tuple(case_names()),
     )
+
+
+def _requested(arguments: list[str]) -> tuple[str, ...]:
+    """Requirements typed, and those of each ``-r FILE``, in order."""
+    requested: list[str] = []
+    words = iter(arguments)
+    for word in words:
+        if word in ("-r", "--requirement"):
+            path = next(words, None)
+            if path is None:
+                raise LibrarySetError("-r needs a file: -r requirements.txt")
+            requested += requirements_file(Path(path))
+        elif word.startswith("-"):
+            raise LibrarySetError(f"{word}: not an option of the matrix; {USAGE}")
+        else:
+            requested.append(word)
+    return tuple(requested)
+
+
+def requirements_file(path: Path) -> list[str]:
+    """The requirements of a requirements file as pip reads it: comments, line continuations
+    and per-requirement options (``--hash``) dropped, ``-r`` files included; other options
+    (an index, an editable, a URL) are refused, naming the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LibrarySetError(f"-r {path}: {exc.strerror}") from None
+    found = []
+    for number, line in enumerate(re.sub(r"\\\n", " ", text).splitlines(), 1):
+        line = re.sub(r"(^|\s)#.*", "", line).strip()
+        line = re.sub(r"\s--hash[=\s]\S+", "", line).strip()
+        if not line:
+            continue
+        if line.startswith(("-r ", "--requirement ")):
+            found += requirements_file(path.parent / line.split(maxsplit=1)[1])
+            continue
+        try:
+            if line.startswith("-"):
+                raise ValueError("an installer option")
+            found.append(str(Requirement(line)))
+        except ValueError as exc:
+            raise LibrarySetError(
+                f"{path}:{number}: {line!r} is not a requirement the matrix takes ({exc})"
+            ) from None
+    return found
+
+
+def _content_hash(requested: tuple[str, ...]) -> str:
+    canonical = "\n".join(sorted(str(Requirement(spec)) for spec in requested))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:10]
 
 
 def _override(requirements: tuple[str, ...], requested: tuple[str, ...]) -> tuple[str, ...]:

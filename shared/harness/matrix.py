@@ -1,25 +1,31 @@
 """The regression matrix: every case against several library sets; one store, views generated.
 
-The store (committed) holds what was measured, in the one run-report type:
-- ``reports/matrix/sets/<set>/<case>.json``: the :class:`CaseReport` a set's run wrote;
-- ``reports/matrix/bisections/*.json``: each :class:`Bisection` (``shared.harness.bisect``).
+The store (committed, ``reports/matrix/``; format in ``shared.harness.store`` and
+``reports/README.md``) holds what was measured: per set a header of the environments it ran in
+(what was asked, every installed package, Python, machine) and a record per case (a row per
+variant), and the bisections. Everything else is a view generated from it, never committed: the
+rows, the flips (where a verdict changes with one library's version, with the bisected first
+release where there is one), the Markdown table, the timelines and the site.
 
-Everything else is a view generated from it, never committed: the rows, the flips (where a
-verdict changes with one library's version, with the bisected first release where there is one),
-the Markdown table (``python -m shared.harness matrix table``), the timelines and the site.
+`nox -s matrix` installs one library set (``shared.harness.library_sets``) into an environment
+holding exactly it (``shared.harness.environment``), then runs, in that environment:
 
-`nox -s matrix` runs the gallery once per library set (``shared.harness.library_sets``), then
+    python -m shared.harness matrix environment REPORT_DIR --set SET --asked JSON
+        records the environment; exit 2 if a library cannot be imported (no case runs)
+    python -m shared.harness run CASES --report-dir REPORT_DIR
+    python -m shared.harness matrix collect SET REPORT_DIR --cases CASES
+        stores the set's records, writes the table of every set to a file, and ends with the
+        set's verdicts and every verdict that is not the documented one
 
-    python -m shared.harness matrix collect SET REPORT_DIR
-
-stores that set's reports (each replacing the same case's earlier report on that set), prints
-the table and names every verdict that is not the documented one.
+and ``matrix table`` prints the table, ``matrix check`` fails on a declared (set, case) cell the
+store lacks, ``matrix convert`` turns run reports and older bisections into the store's format.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -27,12 +33,16 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from shared.harness import store
 from shared.harness.catalog import VERSIONED_PACKAGES
-from shared.harness.library_sets import AS_OF_PREFIX, LibrarySetError, library_set
-from shared.harness.paths import MATRIX_DIR
-from shared.harness.report import ANOMALIES, SKIPPED, Bisection, CaseReport, Verdict
+from shared.harness.environment import import_failures, installed_packages, platform_description
+from shared.harness.library_sets import LibrarySetError, library_set, named_sets, set_date
+from shared.harness.paths import MATRIX_DIR, MATRIX_REPORTS_DIR, relative
+from shared.harness.report import ANOMALIES, EXPECTED_KINDS, SKIPPED, Bisection, CaseReport
+from shared.harness.store import BISECTIONS, SETS
 
-SETS, BISECTIONS = "sets", "bisections"
+ENVIRONMENT_FILE = "environment.json"  # in a set's report folder: what `matrix environment` saw
+TABLE_FILE = MATRIX_REPORTS_DIR / "table.md"  # where `collect` writes the table of every set
 
 
 @dataclass(frozen=True)
@@ -51,56 +61,56 @@ class Row:
 
     @property
     def as_of(self) -> datetime.date | None:
-        if self.set.startswith(AS_OF_PREFIX):
-            return datetime.date.fromisoformat(self.set.removeprefix(AS_OF_PREFIX))
-        return None
+        return set_date(self.set)
 
 
 def set_order(name: str) -> tuple:
     """pinned, latest, the named sets by name, then the dated sweep by date."""
-    rank = {"pinned": 0, "latest": 1}.get(name, 3 if name.startswith(AS_OF_PREFIX) else 2)
+    rank = {"pinned": 0, "latest": 1}.get(name, 3 if set_date(name) else 2)
     return rank, name
 
 
-def stored_reports(matrix_dir: Path = MATRIX_DIR) -> dict[str, list[CaseReport]]:
-    """Every stored set's reports, by set, in set order."""
+def stored_sets(matrix_dir: Path = MATRIX_DIR) -> dict[str, list[tuple[dict, dict]]]:
+    """Every stored set's (case record, environment) pairs, by set, in set order."""
     folders = [p for p in (matrix_dir / SETS).glob("*") if p.is_dir()]
-    return {
-        folder.name: [CaseReport.read(path) for path in sorted(folder.glob("*.json"))]
-        for folder in sorted(folders, key=lambda p: set_order(p.name))
-    }
+    return {folder.name: store.read_set(folder)
+            for folder in sorted(folders, key=lambda p: set_order(p.name))}  # fmt: skip
 
 
-def rows_of(library_set: str, reports: list[CaseReport]) -> list[Row]:
+def rows_of(library_set: str, record: dict, environment: dict) -> list[Row]:
+    """The rows of one stored case record."""
+    versions = store.versions_of(environment)
     return [
         Row(
             set=library_set,
-            case=report.case,
-            variant=verdict.variant,
-            verdict=verdict.kind,
-            silent=verdict.silent,
-            message=_message(verdict),
-            device=verdict.device,
-            versions={k: v for k, v in report.versions.items() if v},
-            finished=report.finished,
+            case=record["case"],
+            variant=row["variant"],
+            verdict=row["kind"],
+            silent=row["silent"],
+            message=_message(row),
+            device=row["device"],
+            versions=versions,
+            finished=record["finished"],
         )
-        for report in reports
-        for verdict in report.variants
+        for row in record["variants"]
     ]
 
 
 def all_rows(matrix_dir: Path = MATRIX_DIR) -> list[Row]:
-    return [row for name, reports in stored_reports(matrix_dir).items()
-            for row in rows_of(name, reports)]  # fmt: skip
+    return [row for name, cases in stored_sets(matrix_dir).items()
+            for record, environment in cases
+            for row in rows_of(name, record, environment)]  # fmt: skip
 
 
 def stored_bisections(matrix_dir: Path = MATRIX_DIR) -> list[Bisection]:
-    return [Bisection.read(path) for path in sorted((matrix_dir / BISECTIONS).glob("*.json"))]
+    paths = sorted((matrix_dir / BISECTIONS).glob("*.json"))
+    return [store.read_bisection(path) for path in paths]
 
 
-def _message(verdict: Verdict) -> str:
-    """The exact error message seen, else what the verdict line said (skip reason, checks)."""
-    return verdict.error.first_line if verdict.error else verdict.detail
+def _message(row: dict) -> str:
+    """The exact error line seen, else what the verdict line said (skip reason, checks)."""
+    error = row["error"]
+    return f"{error['type']}: {error['message']}" if error else row["detail"]
 
 
 def flips(rows: list[Row], bisections: list[Bisection] = ()) -> list[dict]:
@@ -267,13 +277,21 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="matrix_command", required=True)
     # GALLERY_MATRIX_DIR: where a test run of the matrix session writes instead.
     default_dir = Path(os.environ.get("GALLERY_MATRIX_DIR", MATRIX_DIR))
-    collect = commands.add_parser("collect", help="store a set's reports, print the table")
+    environment = commands.add_parser(
+        "environment", help="record this environment for a set; exit 2 if a library won't import"
+    )
+    environment.add_argument("report_dir", type=Path)
+    environment.add_argument("--set", required=True, dest="library_set")
+    environment.add_argument("--asked", required=True, help="what was asked, as JSON")
+    environment.set_defaults(handler=environment_command)
+    collect = commands.add_parser("collect", help="store a set's records, write the table")
     collect.add_argument("library_set")
     collect.add_argument("report_dir", type=Path)
     collect.add_argument("--matrix-dir", type=Path, default=default_dir)
     collect.add_argument(
         "--cases", nargs="+", metavar="CASE", help="the cases the set ran: each needs a report"
     )
+    collect.add_argument("--table", type=Path, default=TABLE_FILE, help="where the table goes")
     collect.set_defaults(handler=collect_command)
     table = commands.add_parser("table", help="print the table and flips of the stored sets")
     table.add_argument("--matrix-dir", type=Path, default=default_dir)
@@ -281,6 +299,16 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     cases = commands.add_parser("cases", help="the cases a library set runs, one per line")
     cases.add_argument("library_set")
     cases.set_defaults(handler=cases_command)
+    check = commands.add_parser(
+        "check", help="fail on a declared (set, case) cell the store lacks, or an unconverted file"
+    )
+    check.add_argument("--matrix-dir", type=Path, default=default_dir)
+    check.set_defaults(handler=check_command)
+    convert = commands.add_parser(
+        "convert", help="rewrite run reports and old bisections in the store's format (idempotent)"
+    )
+    convert.add_argument("--matrix-dir", type=Path, default=default_dir)
+    convert.set_defaults(handler=convert_command)
 
 
 def table_text(matrix_dir: Path) -> str:
@@ -288,8 +316,26 @@ def table_text(matrix_dir: Path) -> str:
     return markdown_table(rows, flips(rows, stored_bisections(matrix_dir)))
 
 
+def environment_command(args: argparse.Namespace) -> int:
+    """Run by this environment's interpreter: what it holds, and whether its libraries import."""
+    args.report_dir.mkdir(parents=True, exist_ok=True)
+    recorded = {
+        "set": args.library_set,
+        "asked": json.loads(args.asked),
+        "installed": installed_packages(),
+        **platform_description(),
+    }
+    path = args.report_dir / ENVIRONMENT_FILE
+    path.write_text(json.dumps(recorded, indent=2) + "\n", encoding="utf-8")
+    failures = import_failures()
+    for failure in failures:
+        print(f"matrix: error: {failure.describe(args.library_set)}", file=sys.stderr)
+    return 2 if failures else 0
+
+
 def collect_command(args: argparse.Namespace) -> int:
-    reports = [CaseReport.read(path) for path in sorted(args.report_dir.glob("*.json"))]
+    reports = [CaseReport.read(path) for path in sorted(args.report_dir.glob("*.json"))
+               if path.name != ENVIRONMENT_FILE]  # fmt: skip
     if not reports:
         print(f"matrix: error: no gallery reports in {args.report_dir}", file=sys.stderr)
         return 2
@@ -298,12 +344,39 @@ def collect_command(args: argparse.Namespace) -> int:
         print(f"matrix: error: {args.library_set} ran, but left no report for {missing} in "
               f"{args.report_dir}: the run did not finish", file=sys.stderr)  # fmt: skip
         return 2
+    seen = args.report_dir / ENVIRONMENT_FILE
+    if not seen.exists():
+        print(f"matrix: error: {seen} is missing: the set's environment was not recorded "
+              "(python -m shared.harness matrix environment, as nox's matrix session does)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    recorded = json.loads(seen.read_text(encoding="utf-8"))
+    environment = store.new_environment(
+        asked=recorded["asked"],
+        installed=recorded["installed"],
+        python=recorded["python"],
+        machine=recorded["machine"],
+        cuda_devices=sorted({name for report in reports for name in report.cuda_devices}),
+        recorded=min(report.finished for report in reports),
+    )
     folder = args.matrix_dir / SETS / args.library_set
+    rows = []
     for report in reports:  # a set holds each case's latest run on it
-        report.write(folder)
-    print(table_text(args.matrix_dir))
-    changed = [row for row in rows_of(args.library_set, reports) if row.verdict in ANOMALIES]
-    for row in changed:
+        record = store.case_record(report, environment)
+        store.store_case(folder, record, environment)
+        rows += rows_of(args.library_set, record, environment)
+    args.table.parent.mkdir(parents=True, exist_ok=True)
+    args.table.write_text(table_text(args.matrix_dir), encoding="utf-8")
+    print(f"matrix: the table of every stored set: {relative(args.table)}")
+    print(f"matrix: {args.library_set}, stored in {relative(folder)}:")
+    for row in rows:
+        print(f"  {row.case}/{row.variant}: {row.verdict} ({row.device}): {row.message}")
+    documented = sum(row.verdict in EXPECTED_KINDS for row in rows)
+    skipped = sum(row.verdict == SKIPPED for row in rows)
+    changed = [row for row in rows if row.verdict in ANOMALIES]
+    print(f"matrix: {args.library_set}: {documented} as documented, {skipped} skipped, "
+          f"{len(changed)} changed", flush=True)  # fmt: skip
+    for row in changed:  # last: what a user must read
         print(f"matrix: CHANGED on {args.library_set}: {row.case}/{row.variant} "
               f"{row.verdict}: {row.message}", file=sys.stderr)  # fmt: skip
     return 1 if changed else 0
@@ -320,4 +393,23 @@ def cases_command(args: argparse.Namespace) -> int:
     except LibrarySetError as exc:
         print(f"matrix: error: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def declared_cells() -> dict[str, tuple[str, ...]]:
+    """Every (set, cases) pyproject.toml declares: pinned, [tool.gallery.matrix], the sweep."""
+    return {name: library_set(name).cases for name in named_sets()}
+
+
+def check_command(args: argparse.Namespace) -> int:
+    found = store.problems(args.matrix_dir, declared_cells())
+    for problem in found:
+        print(f"matrix: {problem}", file=sys.stderr)
+    print(f"matrix check: {len(found)} problem(s) in {relative(args.matrix_dir)}")
+    return 1 if found else 0
+
+
+def convert_command(args: argparse.Namespace) -> int:
+    changed = store.convert(args.matrix_dir)
+    print(f"matrix convert: {len(changed)} file(s) rewritten in {relative(args.matrix_dir)}")
     return 0
