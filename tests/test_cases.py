@@ -20,8 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from conftest import ROOT
 
-from shared.harness.by_hand import PREFIX, judge_by_hand, line, recorded_result
+from shared.harness.by_hand import judge_by_hand, recorded_result
 from shared.harness.catalog import case_names, load_case
+from shared.harness.lines import PREFIX, by_hand_line
 from shared.harness.report import (
     ANOMALIES,
     PASSED,
@@ -167,18 +168,18 @@ def _by_hand(script) -> tuple[subprocess.CompletedProcess, str]:
 
 
 def _expected_line(case, variant, verdict: dict) -> str:
-    """The line by_hand.line makes of the harness's verdict, judged as a run by hand is."""
+    """The line lines.by_hand_line makes of the harness's verdict, judged as a run by hand is."""
     recorded = Verdict.from_record(verdict)
     platform = Platform.installed()
     if recorded.kind != SKIPPED:
         recorded = judge_by_hand(variant, recorded_result(recorded), platform)
-    return line(case.name, variant, recorded, platform)
+    return by_hand_line(case.name, variant, recorded, platform)
 
 
 @pytest.mark.parametrize(("case", "variant"), RUN_VARIANTS, ids=ids)
 def test_the_run_by_hand_judges_the_recorded_run_as_the_harness_did(case, variant, gallery):
     """Every variant: the by-hand judgement (no culprit guard) of what the harness's run
-    recorded is the harness's verdict, and by_hand.line says it."""
+    recorded is the harness's verdict, and lines.by_hand_line says it."""
     verdict = gallery.report(case.name)[variant.name]
     expected = _expected_line(case, variant, verdict)
     assert expected.startswith(f"{PREFIX} {verdict['kind']}: "), (expected, verdict["detail"])
@@ -192,7 +193,7 @@ BY_HAND_KINDS = ("error", "symptom", "warning", "pass", "absent")
 @pytest.mark.parametrize("expect", BY_HAND_KINDS)
 def test_a_variant_run_by_hand_ends_with_the_line_the_harness_gives(expect, gallery):
     """`python cases/<case>/<variant>.py` works without installing the project and ends with the
-    line by_hand.line makes of the harness's verdict (figures aside: another thread count)."""
+    line lines.by_hand_line makes of the harness's verdict (figures aside: another thread count)."""
     found = []
     for case in CASES.values():
         report = gallery.report(case.name)

@@ -14,13 +14,9 @@ import sys
 from pathlib import Path
 
 from shared.harness.catalog import CaseError, Variant, load_case
-from shared.harness.matrix import all_rows, flip_text, flips, stored_bisections
+from shared.harness.lines import PREFIX, by_hand_line
 from shared.harness.paths import relative, relative_text
 from shared.harness.report import (
-    PASSED,
-    REPRODUCED,
-    SKIPPED,
-    UNAFFECTED,
     ErrorRecord,
     Outcome,
     ProcessResult,
@@ -28,8 +24,6 @@ from shared.harness.report import (
     WarningRecord,
 )
 from shared.harness.verdicts import Platform, judge, skip_reason
-
-PREFIX = "gallery verdict:"
 
 
 def verdict_line(
@@ -48,7 +42,9 @@ def verdict_line(
     platform = Platform.installed(cuda_device_names)
     reason = skip_reason(variant.requires, platform)
     if reason:
-        return line(case.name, variant, judge(variant, Outcome(not_run=reason), platform), platform)
+        return by_hand_line(
+            case.name, variant, judge(variant, Outcome(not_run=reason), platform), platform
+        )
     result = ProcessResult(
         status="raised" if raised else "clean",
         exception=ErrorRecord.from_raised(raised, (script.parent,)) if raised else None,
@@ -61,7 +57,7 @@ def verdict_line(
             for category, message, filename, lineno in record["warnings"]
         ],
     )
-    return line(case.name, variant, judge_by_hand(variant, result, platform), platform)
+    return by_hand_line(case.name, variant, judge_by_hand(variant, result, platform), platform)
 
 
 def judge_by_hand(variant: Variant, result: ProcessResult, platform: Platform) -> Verdict:
@@ -90,38 +86,6 @@ def recorded_result(verdict: Verdict) -> ProcessResult:
         knobs=verdict.knobs,
         warnings=verdict.warnings,
     )
-
-
-def line(case: str, variant: Variant, verdict: Verdict, platform: Platform) -> str:
-    """The one sentence a learner reads for ``verdict`` (a run by hand's last line)."""
-    versions = ", ".join(f"{k} {v}" for k, v in platform.versions.items() if v)
-    if verdict.kind == SKIPPED:
-        return f"{PREFIX} {SKIPPED}: the harness would not run this here: {verdict.detail}"
-    if verdict.kind == REPRODUCED:
-        return f"{PREFIX} {REPRODUCED}: this run shows the documented failure ({verdict.detail})"
-    if verdict.kind == UNAFFECTED:
-        return (f"{PREFIX} {UNAFFECTED}: the failure is absent on these versions ({versions}), "
-                f"as documented; {_where_it_exists(variant, case)}")  # fmt: skip
-    if verdict.kind == PASSED:
-        return f"{PREFIX} {PASSED}: fixed: matches float32 ({verdict.detail})"
-    return f"{PREFIX} {verdict.kind}: NOT as documented: {verdict.detail}"
-
-
-def _where_it_exists(variant: Variant, case: str) -> str:
-    """The matrix's measured flip of the variant, else what its ``when`` entries declare."""
-    rows = [row for row in all_rows() if (row.case, row.variant) == (case, variant.name)]
-    found = flips(rows, stored_bisections())
-    if found:
-        return f"measured: {flip_text(found[0])}"
-
-    def spec(condition) -> str:
-        return ", ".join(f"{name} {s}" for name, s in condition.packages.items())
-
-    if variant.expectation.expect == "absent":
-        where = [spec(c) for c in variant.conditions if c.expectation.expect != "absent"]
-        return f"case.toml documents it on {'; '.join(where)}" if where else ""
-    where = [spec(c) for c in variant.conditions if c.expectation.expect == "absent"]
-    return f"case.toml documents it on the versions outside {'; '.join(where)}"
 
 
 def main() -> None:

@@ -17,7 +17,6 @@ import platform as python_platform
 import shutil
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,10 +31,10 @@ from shared.harness.catalog import (
     case_names,
     load_case,
 )
+from shared.harness.lines import case_summary, verdict_row
 from shared.harness.paths import CASES_DIR, RUNS_DIR, WORK_DIR
 from shared.harness.report import (
     EXPECTED_KINDS,
-    REPRODUCED,
     SKIPPED,
     CaseReport,
     Outcome,
@@ -45,7 +44,6 @@ from shared.harness.runner import Job, preload, probe_cuda, run_jobs, start_meth
 from shared.harness.verdicts import Platform, installed_version, judge, skip_reason
 from shared.tiny_models import PERTURB_VARIABLE, PERTURBATIONS
 
-KIND_WIDTH, NAME_WIDTH = 14, 26
 # Every case needs torch; other libraries are each case's `requires` (a case whose library is
 # missing, as in an upstream-era set, is SKIPPED with the reason).
 REQUIRED_PACKAGES = ("torch",)
@@ -181,8 +179,8 @@ def report(
         case_verdicts = []
         for _ in case.variants:
             case_verdicts.append(next(verdicts))
-            _print_verdict(case_verdicts[-1])
-        _print_case_summary(case.name, case_verdicts)
+            print(verdict_row(case_verdicts[-1]))
+        print(case_summary(case.name, case_verdicts))
         _case_report(case, platform, case_verdicts).write(report_dir)
         every += case_verdicts
     return _print_total(every, time.perf_counter() - started)
@@ -263,38 +261,6 @@ def _print_header(platform: Platform, method: str, preload_s: float, parallel: i
         else ("each in a new interpreter")
     )
     print(f"variants: fresh process each, {how}, up to {parallel} at a time")
-
-
-def _print_verdict(verdict: Verdict) -> None:
-    seconds = f"{verdict.seconds:5.1f}s" if verdict.kind != SKIPPED else "     -"
-    print(f"  {verdict.kind:<{KIND_WIDTH}} {verdict.variant:<{NAME_WIDTH}} {verdict.device:<5} "
-          f"{seconds}  {verdict.detail}")  # fmt: skip
-    if verdict.culprit:
-        print(f"  {'':<{KIND_WIDTH}} culprit: {verdict.culprit['description']}")
-    if verdict.producer:
-        print(f"  {'':<{KIND_WIDTH}} first inf/NaN: {verdict.producer['description']}")
-    if verdict.note:
-        print(f"  {'':<{KIND_WIDTH}} note: {verdict.note}")
-    if verdict.is_anomaly and verdict.output_tail:
-        print(textwrap.indent(verdict.output_tail, "  | "))
-
-
-def _print_case_summary(case_name: str, case_verdicts: list[Verdict]) -> None:
-    kinds = [verdict.kind for verdict in case_verdicts]
-    silent = sum(verdict.silent for verdict in case_verdicts)
-    counts = ", ".join(
-        f"{kinds.count(k)} {k.lower()}"
-        + (f" ({silent} raising nothing)" if silent and k == REPRODUCED else "")
-        for k in dict.fromkeys(kinds)
-    )
-    anomalies = [f"{v.variant} {v.kind}" for v in case_verdicts if v.is_anomaly]
-    if anomalies:
-        status = "NOT AS DOCUMENTED: " + ", ".join(anomalies)
-    elif all(kind == SKIPPED for kind in kinds):
-        status = "NOT VERIFIED here (every variant skipped)"
-    else:
-        status = "as documented"
-    print(f"  => {case_name}: {counts} -- {status}")
 
 
 def _print_total(verdicts: list[Verdict], seconds: float) -> ExitCode:
