@@ -179,6 +179,7 @@ def benchmark(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite (harness verdicts, metadata validation, every case)."""
+    """Run the test suite (harness verdicts, metadata validation, every case: the gallery runs
+    once for the whole suite); the 25 slowest tests are listed at the end, so CI's cost shows."""
     install_group(session, "test")
-    session.run("python", "-m", "pytest", *session.posargs)
+    session.run("python", "-m", "pytest", "--durations=25", *session.posargs)

@@ -6,17 +6,52 @@ what it produces, so the harness's watchers record them (``shared.culprit``)."""
 
 from typing import NamedTuple
 
-# What finds a pattern (the functions and watchers are in shared.culprit):
+
+class Finder(NamedTuple):
+    """What finds hazard patterns: a function over what a variant holds at its end, or a watcher
+    (a class of ``shared.culprit``, record only) that the harness runs the variant under."""
+
+    text: str  # what it looks at, as the hazard list and the case pages say it
+    watcher: str = ""  # the shared.culprit class watching a run; "" for an end-state finder
+    always: bool = False  # the watcher watches every variant; else only those that need it
+
+    def __str__(self) -> str:
+        return self.text
+
+
+# The one registry of finders: a hazard kind names its finders (found_by); the harness's runner
+# turns a watcher on for a variant whose audit needs it, the executor builds it from here.
+# A new watcher is one entry here and its class in shared.culprit.
 FINDERS = {
-    "model": "hazards(model): the model's parameters, buffers and submodules",
-    "pipeline": "pipeline_hazards(components) / generator_hazards(generators, device): the "
-    "components of one pipeline, the generators seeding it",
-    "optimizer": "optimizer_hazards(optimizer): the parameters an optimizer steps",
-    "calls": "MismatchGuard: the tensors each module call is given, while it runs",
-    "values": "NonFiniteGuard: the outputs each module call returns, while it runs",
-    "ops": "OpWatch: the arguments of torch's attention, FFT and random calls, while it runs",
-    "fsdp": "FlatParamWatch: the parameters FSDP1 puts in each FlatParameter, while it wraps",
+    "model": Finder("hazards(model): the model's parameters, buffers and submodules"),
+    "pipeline": Finder(
+        "pipeline_hazards(components) / generator_hazards(generators, device): the components "
+        "of one pipeline, the generators seeding it"
+    ),
+    "optimizer": Finder("optimizer_hazards(optimizer): the parameters an optimizer steps"),
+    "calls": Finder(
+        "MismatchGuard: the tensors each module call is given, while it runs",
+        watcher="MismatchGuard",
+        always=True,
+    ),
+    "values": Finder(
+        "NonFiniteGuard: the outputs each module call returns, while it runs",
+        watcher="NonFiniteGuard",
+    ),
+    "ops": Finder(
+        "OpWatch: the arguments of torch's attention, FFT and random calls, while it runs",
+        watcher="OpWatch",
+    ),
+    "fsdp": Finder(
+        "FlatParamWatch: the parameters FSDP1 puts in each FlatParameter, while it wraps",
+        watcher="FlatParamWatch",
+    ),
 }
+# Watchers the runner turns on per variant (the rest look at the end state, or always watch).
+ON_DEMAND = tuple(name for name, finder in FINDERS.items() if finder.watcher and not finder.always)
+# The watcher whose first find is a failing variant's culprit (a verdict may check it), and the
+# one a variant that may fail silently is watched by for its first inf/NaN producer.
+CULPRIT_WATCHER, SILENT_WATCHER = "calls", "values"
 
 
 class HazardKind(NamedTuple):

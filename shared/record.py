@@ -1,14 +1,19 @@
-"""What a running variant tells the harness besides its exception: device, checks, measurements,
-knobs.
+"""What a running variant tells the harness: device, checks, measurements, knobs, and the
+exception it raised (:func:`raised`).
 
 The helpers in ``shared.checks`` append here while a variant runs; the harness's executor
 writes it out with the outcome. Run by hand (``python cases/x/fixed.py``), the run ends with
-the verdict line the harness would give it, judged from the same record.
+the verdict line the harness would give it, judged from the same record: this module hands the
+record to ``python -m shared.harness.by_hand`` (a command, not an import: the cases' API never
+imports the harness, which imports it).
 """
 
 import atexit
+import json
 import os
+import subprocess
 import sys
+import traceback
 import warnings
 from pathlib import Path
 
@@ -29,15 +34,50 @@ def _run_by_hand() -> Path | None:
     return script if (script.parent / "case.toml").is_file() else None
 
 
-def _tell_verdict(script: Path, raised: list[BaseException]) -> None:
-    sys.stdout.flush()
-    try:
-        from shared.harness.by_hand import verdict_line
+def raised(exc: BaseException) -> dict:
+    """An exception as plain data: its type, message, and the (file, function) of each frame it
+    passed through, innermost last. A frame that says ``__tracebackhide__`` (pytest's
+    convention: the gallery's watchers, e.g. OpWatch's ``__torch_function__``, which only pass
+    each call on) is left out: a library's error under a watcher stays the library's."""
+    return {
+        "type": type(exc).__name__,
+        "qualified_type": f"{type(exc).__module__}.{type(exc).__qualname__}",
+        "message": str(exc),
+        "frames": [
+            (frame.f_code.co_filename, frame.f_code.co_name)
+            for frame, _ in traceback.walk_tb(exc.__traceback__)
+            if not frame.f_locals.get("__tracebackhide__")
+        ],
+    }
 
-        line = verdict_line(script, RECORD, raised[-1] if raised else None)
+
+def _cuda_names() -> list[str]:
+    torch = sys.modules.get("torch")  # the variant imported it; CUDA is the variant's to start
+    if torch is None or not torch.cuda.is_available():
+        return []
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+
+
+def _tell_verdict(script: Path, seen: list[BaseException]) -> None:
+    sys.stdout.flush()
+    facts = {
+        "script": str(script),
+        "record": RECORD,
+        "raised": raised(seen[-1]) if seen else None,
+        "cuda": _cuda_names(),
+    }
+    repository = Path(__file__).resolve().parents[1]  # where ``shared`` is, by its real path
+    try:
+        judged = subprocess.run(
+            [sys.executable, "-m", "shared.harness.by_hand"],
+            input=json.dumps(facts, default=str), capture_output=True, text=True, cwd=repository,
+            env={**os.environ, "PYTHONPATH": str(repository)}, timeout=300,
+        )  # fmt: skip
+        last = (judged.stderr.strip().splitlines() or ["no output"])[-1]
+        line = judged.stdout.strip() or f"gallery verdict: none ({last})"
     except Exception as exc:  # noqa: BLE001 - the run itself is over; say why there is no line
         line = f"gallery verdict: none ({type(exc).__name__}: {exc})"
-    print(line, file=sys.stderr if raised else sys.stdout, flush=True)
+    print(line, file=sys.stderr if seen else sys.stdout, flush=True)
 
 
 def _watch_by_hand_run() -> None:

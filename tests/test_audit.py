@@ -86,6 +86,19 @@ def test_every_hazard_names_a_case_and_what_finds_it():
     assert {finder for kind in HAZARDS.values() for finder in kind.found_by} <= set(FINDERS)
 
 
+def test_every_watcher_of_the_registry_is_a_watcher_of_shared_culprit():
+    """The executor builds watchers by the names shared.hazards.FINDERS gives: each one is a
+    context manager that, on a run that does nothing, sees nothing."""
+    import shared.culprit
+
+    watchers = {name: finder.watcher for name, finder in FINDERS.items() if finder.watcher}
+    assert {"calls", "values", "ops", "fsdp"} <= set(watchers)
+    for watcher in watchers.values():
+        with getattr(shared.culprit, watcher)() as watching:
+            pass
+        assert seen_hazards(watching) == [], watcher
+
+
 def test_a_tower_moved_by_hand_to_match_is_not_left_behind():
     model = _list_held_tower().to(torch.float16)
     assert [h.kind for h in hazards(model)] == ["unreachable-submodule", "half-on-cpu"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-import json
 import os
 import re
 import subprocess
@@ -19,13 +18,24 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import ROOT, read_report, run_gallery
+from conftest import ROOT
 
+from shared.harness.by_hand import judge_by_hand, recorded_result
 from shared.harness.catalog import case_names, load_case
-from shared.harness.report import PASSED, REPRODUCED, SKIPPED, UNAFFECTED
+from shared.harness.lines import PREFIX, by_hand_line
+from shared.harness.report import (
+    ANOMALIES,
+    PASSED,
+    REPRODUCED,
+    SKIPPED,
+    UNAFFECTED,
+    Verdict,
+)
+from shared.harness.verdicts import Platform
 
 CASES = {name: load_case(name) for name in case_names()}
 VARIANTS = [(case, variant.name) for case in CASES.values() for variant in case.variants]
+RUN_VARIANTS = [(case, v) for case in CASES.values() for v in case.variants]
 PAIRS = [(case, variant) for case in CASES.values() for variant in case.variants if variant.fixes]
 # A fix is a small change: the diff of a declared pair, docstrings included.
 MAX_CHANGED_LINES = 15
@@ -37,39 +47,33 @@ def ids(param) -> str:
     return getattr(param, "name", str(param))
 
 
-@pytest.fixture(scope="session")
-def case_runs(tmp_path_factory):
-    """One harness run per case, made when a test first asks for it, shared by the rest."""
-    runs = {}
+def _skip_if_skipped(case, verdict: dict) -> None:
+    if verdict["kind"] == SKIPPED:  # never a pass: the reason is the test's outcome
+        pytest.skip(f"{case.name}/{verdict['variant']}: {verdict['detail']}")
 
-    def run_of(name: str):
-        if name not in runs:
-            report_dir = tmp_path_factory.mktemp(name)
-            run = run_gallery(name, report_dir=report_dir)
-            text = (report_dir / f"{name}.json").read_text(encoding="utf-8")
-            assert str(ROOT) not in text, "a report holds an absolute path of this machine"
-            runs[name] = run, read_report(report_dir, name), json.loads(text)["versions"]
-        return runs[name]
 
-    return run_of
+def test_the_whole_gallery_runs_as_documented_in_one_run(gallery):
+    assert gallery.process.returncode == 0, gallery.evidence()
+    assert "gallery: OK (" in gallery.process.stdout
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=ids)
-def test_each_case_runs_as_documented(case, case_runs):
-    run, report, _ = case_runs(case.name)
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert list(report) == [variant.name for variant in case.variants]
-    assert f"=> {case.name}: " in run.stdout
+def test_each_case_runs_as_documented(case, gallery):
+    report = gallery.report(case.name)
+    assert list(report) == [variant.name for variant in case.variants], gallery.evidence()
+    summary = gallery.summary(case.name)
+    assert summary and "NOT AS DOCUMENTED" not in summary, summary or gallery.evidence()
+    assert not [v for v in report.values() if v["kind"] in ANOMALIES], summary
+    text = (gallery.report_dir / f"{case.name}.json").read_text(encoding="utf-8")
+    assert str(ROOT) not in text, "a report holds an absolute path of this machine"
 
 
 @pytest.mark.parametrize(("case", "variant_name"), VARIANTS, ids=ids)
-def test_variant_verdict(case, variant_name, case_runs):
-    _, report, versions = case_runs(case.name)
-    verdict = report[variant_name]
-    if verdict["kind"] == SKIPPED:  # never a pass: the reason is the test's outcome
-        pytest.skip(f"{case.name}/{variant_name}: {verdict['detail']}")
+def test_variant_verdict(case, variant_name, gallery):
+    verdict = gallery.report(case.name)[variant_name]
+    _skip_if_skipped(case, verdict)
     variant = next(v for v in case.variants if v.name == variant_name)
-    expectation = variant.expectation_for(versions, verdict["device"])
+    expectation = variant.expectation_for(gallery.versions(case.name), verdict["device"])
     assert verdict["kind"] == DOCUMENTED[expectation.expect], verdict["detail"]
     if expectation.expect == "pass":  # each numeric check recorded what it compared
         assert all("dtype" in check for check in verdict["checks"] if "max_abs_err" in check)
@@ -81,13 +85,11 @@ SILENT = [(case, v) for case in CASES.values() for v in case.variants if v.may_f
 
 
 @pytest.mark.parametrize(("case", "variant"), SILENT, ids=ids)
-def test_a_silent_failure_names_its_first_inf_or_nan_producer(case, variant, case_runs):
+def test_a_silent_failure_names_its_first_inf_or_nan_producer(case, variant, gallery):
     """A variant whose failure raises nothing is watched for the first module that turned
     finite inputs into inf/NaN: an overflow names it, a loss of precision says there was none."""
-    _, report, versions = case_runs(case.name)
-    verdict = report[variant.name]
-    if verdict["kind"] == SKIPPED:
-        pytest.skip(f"{case.name}/{variant.name}: {verdict['detail']}")
+    verdict = gallery.report(case.name)[variant.name]
+    _skip_if_skipped(case, verdict)
     producer = verdict["producer"]
     assert producer and producer["description"], verdict
     nan_symptom = "NaN" in verdict["detail"] or "nan" in verdict["detail"]
@@ -100,16 +102,14 @@ AUDITED = [(case, v) for case in CASES.values() for v in case.variants if v.audi
 
 
 @pytest.mark.parametrize(("case", "variant"), AUDITED, ids=ids)
-def test_the_audit_flags_the_broken_models_and_passes_the_fixed_ones(case, variant, case_runs):
+def test_the_audit_flags_the_broken_models_and_passes_the_fixed_ones(case, variant, gallery):
     """The hazards the harness records for a variant (shared.culprit: in the models, pipelines
     and optimizers it ends with, and seen while it ran): the case's hazard is found where
     case.toml says flagged (or the kind it names), and not where it says clean."""
-    _, report, versions = case_runs(case.name)
-    verdict = report[variant.name]
-    if verdict["kind"] == SKIPPED:
-        pytest.skip(f"{case.name}/{variant.name}: {verdict['detail']}")
+    verdict = gallery.report(case.name)[variant.name]
+    _skip_if_skipped(case, verdict)
     kinds = {hazard["kind"] for hazard in verdict["hazards"]}
-    audit = variant.audit_for(versions, verdict["device"])
+    audit = variant.audit_for(gallery.versions(case.name), verdict["device"])
     assert (case.hazard_looked_for(audit) in kinds) == (audit != "clean"), verdict["hazards"]
 
 
@@ -134,9 +134,13 @@ def test_every_fixed_variant_declares_what_it_fixes(case):
             assert variant.fixes, f"{case.name}/{variant.name}: add fixes = '<broken variant>'"
 
 
-def test_no_case_imports_the_harness():
+def test_no_case_and_no_module_of_the_cases_api_imports_the_harness():
+    """The harness imports ``shared`` (the cases' API), never the other way: no import loop. A
+    run by hand asks ``python -m shared.harness.by_hand`` for its line, a command."""
     offenders = []
-    for path in sorted((ROOT / "cases").rglob("*.py")):
+    api = [path for path in (ROOT / "shared").rglob("*.py") if "harness" not in path.parts]
+    assert ROOT / "shared" / "record.py" in api
+    for path in sorted((ROOT / "cases").rglob("*.py")) + sorted(api):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = []
             if isinstance(node, ast.Import):
@@ -147,12 +151,12 @@ def test_no_case_imports_the_harness():
                 name == "shared.harness" or name.startswith("shared.harness.") for name in names
             ):
                 offenders.append(str(path.relative_to(ROOT)))
-    assert not offenders, f"cases must not import the harness: {offenders}"
+    assert not offenders, f"cases and shared/ must not import the harness: {offenders}"
 
 
-def _by_hand(script) -> tuple[str, str]:
+def _by_hand(script) -> tuple[subprocess.CompletedProcess, str]:
     """Run a variant as a learner does, from the repository root, nothing installed; return the
-    verdict of its last line and the line."""
+    run and its verdict line."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GALLERY_HARNESS")}
     run = subprocess.run([sys.executable, str(script.relative_to(ROOT))], cwd=ROOT,
                          capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
@@ -160,23 +164,56 @@ def _by_hand(script) -> tuple[str, str]:
     # stream printed (library warnings, exit messages).
     ends = [next((line for line in reversed(out.splitlines()) if line.strip()), "")
             for out in (run.stdout, run.stderr)]  # fmt: skip
-    last = next((line for line in ends if line.startswith("gallery verdict:")), " | ".join(ends))
-    found = re.match(r"gallery verdict: ([A-Z-]+)", last)
-    return (found.group(1) if found else ""), last
+    return run, next((line for line in ends if line.startswith(PREFIX)), " | ".join(ends))
 
 
-@pytest.mark.parametrize("case", CASES.values(), ids=ids)
-def test_a_variant_run_by_hand_ends_with_the_verdict_the_harness_gives(case, case_runs):
-    """`python cases/<case>/<variant>.py` works without installing the project and ends with one
-    line saying what the harness says (two at a time: each is a fresh interpreter)."""
-    _, report, _ = case_runs(case.name)
-    ran = [v for v in case.variants if report[v.name]["kind"] != SKIPPED]
-    if not ran:
-        pytest.skip(f"{case.name}: every variant is skipped here")
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        by_hand = list(pool.map(lambda variant: _by_hand(variant.script), ran))
-    for variant, (kind, last) in zip(ran, by_hand, strict=True):
-        assert kind == report[variant.name]["kind"], f"{variant.name}: {last!r}"
+def _expected_line(case, variant, verdict: dict) -> str:
+    """The line lines.by_hand_line makes of the harness's verdict, judged as a run by hand is."""
+    recorded = Verdict.from_record(verdict)
+    platform = Platform.installed()
+    if recorded.kind != SKIPPED:
+        recorded = judge_by_hand(variant, recorded_result(recorded), platform)
+    return by_hand_line(case.name, variant, recorded, platform)
+
+
+@pytest.mark.parametrize(("case", "variant"), RUN_VARIANTS, ids=ids)
+def test_the_run_by_hand_judges_the_recorded_run_as_the_harness_did(case, variant, gallery):
+    """Every variant: the by-hand judgement (no culprit guard) of what the harness's run
+    recorded is the harness's verdict, and lines.by_hand_line says it."""
+    verdict = gallery.report(case.name)[variant.name]
+    expected = _expected_line(case, variant, verdict)
+    assert expected.startswith(f"{PREFIX} {verdict['kind']}: "), (expected, verdict["detail"])
+
+
+# One variant of each expectation (the quickest the gallery run found), run as a learner does;
+# a skipped one is run by hand below (every CUDA-only variant, on a machine without CUDA).
+BY_HAND_KINDS = ("error", "symptom", "warning", "pass", "absent")
+
+
+@pytest.mark.parametrize("expect", BY_HAND_KINDS)
+def test_a_variant_run_by_hand_ends_with_the_line_the_harness_gives(expect, gallery):
+    """`python cases/<case>/<variant>.py` works without installing the project and ends with the
+    line lines.by_hand_line makes of the harness's verdict (figures aside: another thread count)."""
+    found = []
+    for case in CASES.values():
+        report = gallery.report(case.name)
+        for variant in case.variants:
+            verdict = report[variant.name]
+            if verdict["kind"] == SKIPPED:
+                continue
+            expectation = variant.expectation_for(gallery.versions(case.name), verdict["device"])
+            if expectation.expect == expect:
+                found.append((verdict["seconds"], case, variant, verdict))
+    assert found, f"no variant expects {expect!r} on this stack"
+    _, case, variant, verdict = min(found, key=lambda sample: sample[0])
+    _, last = _by_hand(variant.script)
+    expected = _expected_line(case, variant, verdict)
+    assert _figures_aside(last) == _figures_aside(expected), f"{case.name}/{variant.name}"
+    assert last.startswith(f"{PREFIX} {verdict['kind']}: "), last
+
+
+def _figures_aside(text: str) -> str:
+    return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", text)
 
 
 CUDA_ONLY = [
@@ -184,17 +221,30 @@ CUDA_ONLY = [
 ]
 
 
-@pytest.mark.parametrize(("case", "variant"), CUDA_ONLY, ids=ids)
-def test_a_cuda_only_variant_run_by_hand_without_cuda_says_so(case, variant):
-    """A learner running the script by hand must never see a green run where it cannot work."""
-    import torch
+@pytest.fixture(scope="module")
+def cuda_only_by_hand(gallery):
+    """Every CUDA-only variant the gallery run skipped, run by hand, two at a time."""
+    skipped = [
+        variant
+        for case, variant in CUDA_ONLY
+        if gallery.report(case.name)[variant.name]["kind"] == SKIPPED
+    ]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = pool.map(lambda variant: _by_hand(variant.script), skipped)
+        return dict(zip([variant.script for variant in skipped], runs, strict=True))
 
-    if torch.cuda.is_available():
+
+@pytest.mark.parametrize(("case", "variant"), CUDA_ONLY, ids=ids)
+def test_a_cuda_only_variant_run_by_hand_without_cuda_says_so(
+    case, variant, gallery, cuda_only_by_hand
+):
+    """A learner must never see a green run where it cannot work: the script exits non-zero
+    saying it needs CUDA, and ends with the harness's SKIPPED line and its reason."""
+    verdict = gallery.report(case.name)[variant.name]
+    if verdict["device"] == "cuda":
         pytest.skip("the claim is about machines without CUDA")
-    run = subprocess.run(
-        [sys.executable, str(variant.script)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    assert verdict["kind"] == SKIPPED, verdict["detail"]
+    run, last = cuda_only_by_hand[variant.script]
     assert run.returncode != 0, run.stdout[-2000:]
     assert "CUDA" in run.stdout + run.stderr
+    assert last == _expected_line(case, variant, verdict)

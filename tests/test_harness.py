@@ -460,10 +460,27 @@ def test_malformed_case_is_a_clear_error(tmp_path):
 
 
 def test_only_runs_the_named_variants(tmp_path):
-    run = run_gallery("minicpm", "--only", "fixed", report_dir=tmp_path)
+    """--only VARIANT (in every case named) or CASE/VARIANT; a case left with none is not run."""
+    cases_dir = tmp_path / "cases"
+    write_case(cases_dir, "synthetic", CASE_TOML, SCRIPTS)
+    write_case(cases_dir, "other", CASE_TOML, SCRIPTS)
+    run = run_gallery(
+        "synthetic", "other", "--cases-dir", str(cases_dir), "--only", "passed",
+        "--only", "other/unaffected", report_dir=tmp_path / "r",
+    )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
-    assert list(read_report(tmp_path, "minicpm")) == ["fixed"]
-    unknown = run_gallery("minicpm", "--only", "no_such_variant", report_dir=tmp_path)
+    assert list(read_report(tmp_path / "r", "synthetic")) == ["passed"]
+    assert list(read_report(tmp_path / "r", "other")) == ["passed", "unaffected"]
+    alone = run_gallery(
+        "synthetic", "other", "--cases-dir", str(cases_dir), "--only", "other/unaffected",
+        report_dir=tmp_path / "alone",
+    )  # fmt: skip
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert [path.name for path in (tmp_path / "alone").iterdir()] == ["other.json"]
+    unknown = run_gallery(
+        "synthetic", "--cases-dir", str(cases_dir), "--only", "no_such_variant",
+        report_dir=tmp_path / "r",
+    )  # fmt: skip
     assert unknown.returncode == 2
     assert "no variant named ['no_such_variant']" in unknown.stderr
 
@@ -482,31 +499,33 @@ def test_the_real_torchrun_command_line_reproduces_too(tmp_path):
     )
 
 
-@pytest.mark.parametrize(
-    ("script", "replacement", "verdict"),
-    [
-        ("fixed.py", "broken.py", "FIX-FAILED"),  # the "fix" is the broken program
-        ("broken.py", "fixed.py", "NOT-REPRODUCED"),  # the bug no longer happens
-    ],
-)
-def test_a_swapped_variant_of_a_real_case_fails_the_run(tmp_path, script, replacement, verdict):
+def test_swapped_variants_of_a_real_case_fail_the_run(tmp_path):
+    """Both swapped in one run: the "fix" is the broken program, and the bug no longer happens."""
     cases_dir = tmp_path / "cases"
-    shutil.copytree(ROOT / "cases" / "minicpm", cases_dir / "minicpm")
-    shutil.copy(cases_dir / "minicpm" / replacement, cases_dir / "minicpm" / script)
-    variant = script.removesuffix(".py")
+    folder = cases_dir / "minicpm"
+    shutil.copytree(ROOT / "cases" / "minicpm", folder)
+    broken, fixed = (folder / "broken.py").read_text(), (folder / "fixed.py").read_text()
+    (folder / "broken.py").write_text(fixed)
+    (folder / "fixed.py").write_text(broken)
     run = run_gallery(
-        "minicpm", "--cases-dir", str(cases_dir), "--only", variant, report_dir=tmp_path
-    )
+        "minicpm", "--cases-dir", str(cases_dir), "--only", "fixed", "--only", "broken",
+        report_dir=tmp_path,
+    )  # fmt: skip
     assert run.returncode == 1
-    assert read_report(tmp_path, "minicpm")[variant]["kind"] == verdict
-    assert f"NOT AS DOCUMENTED: {variant} {verdict}" in run.stdout
+    report = read_report(tmp_path, "minicpm")
+    assert (report["fixed"]["kind"], report["broken"]["kind"]) == ("FIX-FAILED", "NOT-REPRODUCED")
+    assert "NOT AS DOCUMENTED: broken NOT-REPRODUCED, fixed FIX-FAILED" in run.stdout
 
 
 def test_a_harness_failure_is_an_internal_error_not_an_anomaly(tmp_path):
     """Exit 3, never 1: the matrix session accepts 1 (anomalies, reports whole) and collects."""
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
-    run = run_gallery("minicpm", "--only", "fixed", report_dir=blocker / "reports")
+    write_case(tmp_path / "cases", "synthetic", CASE_TOML, SCRIPTS)
+    run = run_gallery(
+        "synthetic", "--cases-dir", str(tmp_path / "cases"), "--only", "passed",
+        report_dir=blocker / "reports",
+    )  # fmt: skip
     assert run.returncode == 3, run.stdout + run.stderr
     assert "gallery: internal error: the harness failed" in run.stderr
 

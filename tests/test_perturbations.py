@@ -3,6 +3,7 @@
 Every variant whose verdict here rests on a measured figure or a warning (a silent failure, or
 its documented absence) is run again with another seed and with every knob of its tiny model
 at each end of its realistic range (``shared.tiny_models.knob``); the verdict must not change.
+All of them at once, one harness run per setting: ``run --perturb seed|low|high``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from conftest import read_report, run_gallery
 
 from shared.harness.catalog import SILENT_FAILURES, VERSIONED_PACKAGES, case_names, load_case
 from shared.harness.report import REPRODUCED, UNAFFECTED
-from shared.tiny_models import PERTURB_VARIABLE, PERTURBATIONS
+from shared.tiny_models import OTHER_SEED_OFFSET, PERTURBATIONS
 
 
 def _installed(package: str) -> str | None:
@@ -34,40 +35,56 @@ def _measured(expectation) -> bool:
     return expectation.expect == "absent" and bool(expectation.symptom or expectation.warning)
 
 
-SILENT = {
-    name: [
-        variant
-        for variant in load_case(name).variants
-        if _measured(variant.expectation_for(VERSIONS, "cpu"))
-    ]
+SILENT = [
+    (name, variant)
     for name in case_names()
-}
-RUNS = [
-    (name, perturbation) for name, variants in SILENT.items() if variants
-    for perturbation in PERTURBATIONS
-]  # fmt: skip
+    for variant in load_case(name).variants
+    if _measured(variant.expectation_for(VERSIONS, "cpu"))
+]
 
 
 def test_some_case_fails_silently():
-    assert RUNS, "no silent variant found: the perturbation tests below check nothing"
+    assert SILENT, "no silent variant found: the perturbation tests below check nothing"
 
 
-@pytest.mark.parametrize(("case", "perturbation"), RUNS, ids=[f"{c}-{p}" for c, p in RUNS])
-def test_a_silent_verdict_holds_under_perturbation(case, perturbation, tmp_path):
-    variants = SILENT[case]
-    only = [arg for variant in variants for arg in ("--only", variant.name)]
-    run = run_gallery(case, *only, report_dir=tmp_path, env={PERTURB_VARIABLE: perturbation})
-    report = read_report(tmp_path, case)
-    for variant in variants:
-        verdict = report[variant.name]
-        expectation = variant.expectation_for(VERSIONS, verdict["device"])
-        wanted = UNAFFECTED if expectation.expect == "absent" else REPRODUCED
-        assert verdict["kind"] == wanted, (
-            f"{case}/{variant.name} under {PERTURB_VARIABLE}={perturbation}: {verdict['detail']}"
-            f"\n{run.stdout[-3000:]}"
-        )
-        knobs = verdict["knobs"]
-        assert "seed" in knobs, f"{case}/{variant.name}: build the tiny model with tiny_seed()"
-        assert set(knobs) - {"seed"}, (
-            f"{case}/{variant.name}: name the tiny model's arbitrary scale with knob(...)"
-        )
+@pytest.fixture(scope="module")
+def perturbed_runs(tmp_path_factory):
+    """One harness run per setting (``run --perturb SETTING``) of every silent variant at once,
+    made when a test first asks for it."""
+    runs = {}
+
+    def run_of(perturbation: str):
+        if perturbation not in runs:
+            report_dir = tmp_path_factory.mktemp(f"perturb-{perturbation}")
+            cases = list(dict.fromkeys(name for name, _ in SILENT))
+            only = [arg for name, variant in SILENT for arg in ("--only", f"{name}/{variant.name}")]
+            run = run_gallery(*cases, *only, "--perturb", perturbation, report_dir=report_dir)
+            runs[perturbation] = run, report_dir
+        return runs[perturbation]
+
+    return run_of
+
+
+RUNS = [(name, variant, perturbation) for name, variant in SILENT for perturbation in PERTURBATIONS]
+
+
+@pytest.mark.parametrize(
+    ("case", "variant", "perturbation"), RUNS,
+    ids=[f"{c}-{v.name}-{p}" for c, v, p in RUNS],
+)  # fmt: skip
+def test_a_silent_verdict_holds_under_perturbation(case, variant, perturbation, perturbed_runs):
+    run, report_dir = perturbed_runs(perturbation)
+    verdict = read_report(report_dir, case)[variant.name]
+    expectation = variant.expectation_for(VERSIONS, verdict["device"])
+    wanted = UNAFFECTED if expectation.expect == "absent" else REPRODUCED
+    assert verdict["kind"] == wanted, (
+        f"{case}/{variant.name} under --perturb {perturbation}: {verdict['detail']}"
+        f"\n{run.stdout[-3000:]}"
+    )
+    knobs = verdict["knobs"]
+    assert "seed" in knobs, f"{case}/{variant.name}: build the tiny model with tiny_seed()"
+    assert set(knobs) - {"seed"}, (
+        f"{case}/{variant.name}: name the tiny model's arbitrary scale with knob(...)"
+    )
+    if perturbation == "seed":  # the knob reached the variant: another seed than as written
+        assert knobs["seed"] >= OTHER_SEED_OFFSET, knobs

@@ -21,6 +21,22 @@ def test_an_error_record_is_relative_and_names_its_raise_site():
     assert not any(frame.startswith("/") for frame in error.frames)
 
 
+def test_a_library_error_under_a_watcher_is_the_librarys_not_the_gallerys():
+    """OpWatch (a TorchFunctionMode) passes every torch call on: the error CPU torch raises for
+    a bfloat16 FFT (freeu-fft's broken variants on some stacks) is raised by torch, in the
+    caller's frame, never in shared/culprit/, and not in the gallery's code."""
+    import torch
+
+    from shared.culprit import OpWatch
+
+    with pytest.raises(RuntimeError, match="BFloat16") as caught, OpWatch():
+        torch.fft.fftn(torch.randn(8, 8, dtype=torch.bfloat16))
+    error = ErrorRecord.of(caught.value, (REPO_ROOT / "shared",))
+    assert not [frame for frame in error.frames if frame.startswith("shared/culprit")], error
+    assert error.raise_site.startswith("tests/test_report.py:test_a_library_error_under")
+    assert not error.in_gallery
+
+
 def test_a_case_report_round_trips_through_json(tmp_path):
     error = ErrorRecord("RuntimeError", "builtins.RuntimeError", "boom", ("torch/x.py:f",))
     verdict = Verdict(

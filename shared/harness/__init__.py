@@ -8,6 +8,18 @@
 - ``matrix``: the regression matrix's tables; ``site``: the static site; ``benchmark``.
 """
 
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """What every command of ``python -m shared.harness`` exits with (as pytest's ExitCode)."""
+
+    OK = 0
+    ANOMALIES = 1  # a verdict is not the documented one (a site check, a bisection: a problem)
+    USAGE_ERROR = 2  # bad input: unknown case or variant, broken metadata, missing packages
+    INTERNAL_ERROR = 3  # the harness itself failed: its reports are incomplete
+
+
 INSTALL_HINT = (
     "install the pinned set (pyproject.toml, group 'cases'): let nox do it (drop --no-venv), "
     "or offline: pip install --no-index --find-links WHEELS_DIR <the pinned packages>"

@@ -3,16 +3,16 @@
 import sys
 import traceback
 
-from shared.harness import INSTALL_HINT
+from shared.harness import INSTALL_HINT, ExitCode
 
 try:
-    from shared.harness.cli import ExitCode, main
+    from shared.harness.cli import main
 except ModuleNotFoundError as missing:  # e.g. `nox --no-venv` in an environment without them
     print(
         f"gallery: error: {missing.name} is not installed for {sys.executable}; {INSTALL_HINT}",
         file=sys.stderr,
     )
-    sys.exit(2)
+    sys.exit(ExitCode.USAGE_ERROR)
 
 try:
     sys.exit(main())

@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from shared.harness import ExitCode
 from shared.harness.catalog import VERSIONED_PACKAGES, case_names, load_case
 from shared.harness.library_sets import dated_set, sweep_dates
 from shared.harness.matrix import stored_bisections
@@ -117,11 +118,11 @@ def variant_seconds(names: list[str]) -> tuple[float, dict[str, tuple[str, float
     return total, largest
 
 
-def measure(args: argparse.Namespace) -> int:
+def measure(args: argparse.Namespace) -> ExitCode:
     jobs = os.cpu_count() or 1  # the harness runs this many variants at once by default
     if args.sweep_only:
         sweep_figures(args.repeat, jobs, args.envdir, args.dates)
-        return 0
+        return ExitCode.OK
     names = case_names()
     print("warming up: creating/refreshing the nox environments ...", flush=True)
     timed([*NOX, "-s", "cases", *[f"case-{name}" for name in names]])
@@ -164,7 +165,7 @@ def measure(args: argparse.Namespace) -> int:
         f"(target <= {DISK_RATIO:g}): {'met' if disk_ratio <= DISK_RATIO else 'MISSED'}"
     )
     sweep_figures(args.repeat, jobs, args.envdir)
-    return 0
+    return ExitCode.OK
 
 
 def dates_to_measure(dates: list[str] | None) -> list:

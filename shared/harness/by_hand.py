@@ -1,43 +1,36 @@
 """What the harness would say of a variant run by hand (``python cases/<case>/<variant>.py``).
 
-``shared.record`` calls :func:`verdict_line` when such a run ends: the variant is judged
-against its ``case.toml`` on the installed versions, as the harness judges it, and the learner
-reads one line: the documented failure shown (with its figure), the failure absent on these
+``shared.record`` runs ``python -m shared.harness.by_hand`` when such a run ends: the variant is
+judged against its ``case.toml`` on the installed versions, as the harness judges it, and the
+learner reads one line: the documented failure shown (with its figure), the failure absent on these
 versions (and where it exists), the fix matching float32, or what is not as documented.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
+import json
+import sys
 from pathlib import Path
 
-from shared.harness.catalog import VERSIONED_PACKAGES, CaseError, Variant, load_case
-from shared.harness.matrix import all_rows, flip_text, flips, stored_bisections
+from shared.harness.catalog import CaseError, Variant, load_case
+from shared.harness.lines import PREFIX, by_hand_line
 from shared.harness.paths import relative, relative_text
 from shared.harness.report import (
-    PASSED,
-    REPRODUCED,
-    SKIPPED,
-    UNAFFECTED,
     ErrorRecord,
+    Outcome,
     ProcessResult,
+    Verdict,
     WarningRecord,
 )
-from shared.harness.runner import Outcome
 from shared.harness.verdicts import Platform, judge, skip_reason
 
-PREFIX = "gallery verdict:"
 
-
-def _installed(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def verdict_line(script: Path, record: dict, raised: BaseException | None) -> str:
+def verdict_line(
+    script: Path, record: dict, raised: dict | None, cuda_device_names: tuple[str, ...] = ()
+) -> str:
+    """The line a run by hand ends with: ``record`` is what it recorded, ``raised`` its
+    exception (``shared.record.raised``), on a machine with these CUDA devices."""
     script = script.resolve()
     try:
         case = load_case(script.parent.name, script.parent.parent)
@@ -46,16 +39,15 @@ def verdict_line(script: Path, record: dict, raised: BaseException | None) -> st
     variant = next((v for v in case.variants if v.script.resolve() == script), None)
     if variant is None:
         return f"{PREFIX} none: {script.name} is no variant of {case.name}'s case.toml"
-    import torch
-
-    cuda = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    platform = Platform({name: _installed(name) for name in VERSIONED_PACKAGES}, tuple(cuda))
+    platform = Platform.installed(cuda_device_names)
     reason = skip_reason(variant.requires, platform)
     if reason:
-        return f"{PREFIX} {SKIPPED}: the harness would not run this here: {reason}"
+        return by_hand_line(
+            case.name, variant, judge(variant, Outcome(not_run=reason), platform), platform
+        )
     result = ProcessResult(
         status="raised" if raised else "clean",
-        exception=ErrorRecord.of(raised, (script.parent,)) if raised else None,
+        exception=ErrorRecord.from_raised(raised, (script.parent,)) if raised else None,
         device=record["device"],
         checks=record["checks"],
         measurements=record["measurements"],
@@ -65,7 +57,12 @@ def verdict_line(script: Path, record: dict, raised: BaseException | None) -> st
             for category, message, filename, lineno in record["warnings"]
         ],
     )
-    # No mismatch guard watches a run by hand: its culprit is not checked here.
+    return by_hand_line(case.name, variant, judge_by_hand(variant, result, platform), platform)
+
+
+def judge_by_hand(variant: Variant, result: ProcessResult, platform: Platform) -> Verdict:
+    """The harness's judgement of one process's result, less the culprit: no mismatch guard
+    watches a run by hand."""
     unguarded = dataclasses.replace(
         variant,
         expectation=dataclasses.replace(variant.expectation, culprit=""),
@@ -74,30 +71,30 @@ def verdict_line(script: Path, record: dict, raised: BaseException | None) -> st
             for c in variant.conditions
         ),
     )
-    verdict = judge(unguarded, Outcome(returncode=0, results=[result]), platform)
-    versions = ", ".join(f"{k} {v}" for k, v in platform.versions.items() if v)
-    if verdict.kind == REPRODUCED:
-        return f"{PREFIX} {REPRODUCED}: this run shows the documented failure ({verdict.detail})"
-    if verdict.kind == UNAFFECTED:
-        return (f"{PREFIX} {UNAFFECTED}: the failure is absent on these versions ({versions}), "
-                f"as documented; {_where_it_exists(variant, case.name)}")  # fmt: skip
-    if verdict.kind == PASSED:
-        return f"{PREFIX} {PASSED}: fixed: matches float32 ({verdict.detail})"
-    return f"{PREFIX} {verdict.kind}: NOT as documented: {verdict.detail}"
+    return judge(unguarded, Outcome(returncode=0, results=[result]), platform)
 
 
-def _where_it_exists(variant: Variant, case: str) -> str:
-    """The matrix's measured flip of the variant, else what its ``when`` entries declare."""
-    rows = [row for row in all_rows() if (row.case, row.variant) == (case, variant.name)]
-    found = flips(rows, stored_bisections())
-    if found:
-        return f"measured: {flip_text(found[0])}"
+def recorded_result(verdict: Verdict) -> ProcessResult:
+    """What the variant's process recorded, read back from its verdict in a report: the run by
+    hand's judgement can be made again from any harness run's records."""
+    return ProcessResult(
+        status="raised" if verdict.error else "clean",
+        exception=verdict.error,
+        device=None if verdict.device == "-" else verdict.device,
+        checks=verdict.checks,
+        measurements=verdict.measurements,
+        knobs=verdict.knobs,
+        warnings=verdict.warnings,
+    )
 
-    def spec(condition) -> str:
-        return ", ".join(f"{name} {s}" for name, s in condition.packages.items())
 
-    if variant.expectation.expect == "absent":
-        where = [spec(c) for c in variant.conditions if c.expectation.expect != "absent"]
-        return f"case.toml documents it on {'; '.join(where)}" if where else ""
-    where = [spec(c) for c in variant.conditions if c.expectation.expect == "absent"]
-    return f"case.toml documents it on the versions outside {'; '.join(where)}"
+def main() -> None:
+    """``python -m shared.harness.by_hand``: read what a run by hand saw (JSON on stdin, written
+    by ``shared.record`` at its exit) and print its verdict line."""
+    facts = json.load(sys.stdin)
+    script, cuda = Path(facts["script"]), tuple(facts["cuda"])
+    print(verdict_line(script, facts["record"], facts["raised"], cuda))
+
+
+if __name__ == "__main__":
+    main()

@@ -3,8 +3,8 @@ bisect, site, readme, benchmark).
 
 ``run`` prints the library versions and devices first, then one line per variant (verdict,
 device, seconds, the error seen or the measured figure) and a summary, and writes a JSON report
-per case. Exit codes are :class:`ExitCode`: 1 when any verdict is an anomaly, 2 on bad input
-(unknown case, broken metadata, missing packages).
+per case. Every command exits with one of :class:`shared.harness.ExitCode`: 1 when any verdict is
+an anomaly, 2 on bad input (unknown case, broken metadata, missing packages).
 """
 
 from __future__ import annotations
@@ -12,42 +12,38 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import enum
-import importlib.metadata
 import os
 import platform as python_platform
 import shutil
 import sys
 import tempfile
-import textwrap
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from shared.distributed import rank_backend, torchrun_ranks
-from shared.harness import INSTALL_HINT
+from shared.harness import INSTALL_HINT, ExitCode
 from shared.harness.catalog import (
-    VERSIONED_PACKAGES,
     Case,
     CaseError,
+    Variant,
     case_names,
     load_case,
 )
+from shared.harness.lines import case_summary, verdict_row
 from shared.harness.paths import CASES_DIR, RUNS_DIR, WORK_DIR
-from shared.harness.report import EXPECTED_KINDS, REPRODUCED, SKIPPED, CaseReport, Verdict
+from shared.harness.report import (
+    EXPECTED_KINDS,
+    SKIPPED,
+    CaseReport,
+    Outcome,
+    Verdict,
+)
 from shared.harness.runner import Job, preload, probe_cuda, run_jobs, start_method
-from shared.harness.verdicts import Platform, judge, skip_reason
+from shared.harness.verdicts import Platform, installed_version, judge, skip_reason
+from shared.tiny_models import PERTURB_VARIABLE, PERTURBATIONS
 
-
-class ExitCode(enum.IntEnum):
-    """What the harness's commands exit with (as pytest's ExitCode)."""
-
-    OK = 0
-    ANOMALIES = 1  # a verdict is not the documented one (or a site check found problems)
-    USAGE_ERROR = 2  # bad input: unknown case or variant, broken metadata, missing packages
-    INTERNAL_ERROR = 3  # the harness itself failed: its reports are incomplete
-
-
-KIND_WIDTH, NAME_WIDTH = 14, 26
 # Every case needs torch; other libraries are each case's `requires` (a case whose library is
 # missing, as in an upstream-era set, is SKIPPED with the reason).
 REQUIRED_PACKAGES = ("torch",)
@@ -55,7 +51,7 @@ REQUIRED_PACKAGES = ("torch",)
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
-    return int(args.handler(args))
+    return int(ExitCode(args.handler(args)))  # every command exits with one of ExitCode's
 
 
 def _run_or_list(args: argparse.Namespace) -> ExitCode:
@@ -69,7 +65,7 @@ def _run_or_list(args: argparse.Namespace) -> ExitCode:
         for case in cases:
             print(f"{case.name:22} {case.title}  ({len(case.variants)} variants)")
         return ExitCode.OK
-    missing = [name for name in REQUIRED_PACKAGES if not _version(name)]
+    missing = [name for name in REQUIRED_PACKAGES if not installed_version(name)]
     if missing:
         print(
             f"gallery: error: {', '.join(missing)} not installed for {sys.executable}; "
@@ -79,34 +75,65 @@ def _run_or_list(args: argparse.Namespace) -> ExitCode:
         return ExitCode.USAGE_ERROR
     if args.only:
         cases = [_only_variants(case, args.only) for case in cases]
-        unknown = set(args.only) - {v.name for case in cases for v in case.variants}
+        ran = {name for case in cases for v in case.variants for name in (v.name, _key(case, v))}
+        unknown = set(args.only) - ran
         if unknown:
             print(f"gallery: error: no variant named {sorted(unknown)}", file=sys.stderr)
             return ExitCode.USAGE_ERROR
+        cases = [case for case in cases if case.variants]
+    if args.perturb:  # read by shared.tiny_models in every variant process (forked or spawned)
+        os.environ[PERTURB_VARIABLE] = args.perturb
     return run(cases, args.jobs, args.report_dir, require_cuda=args.require_cuda)
 
 
+def _key(case: Case, variant) -> str:
+    return f"{case.name}/{variant.name}"
+
+
 def _only_variants(case: Case, names: list[str]) -> Case:
-    return dataclasses.replace(case, variants=tuple(v for v in case.variants if v.name in names))
+    """The variants named plainly (in every case) or as CASE/VARIANT."""
+    chosen = tuple(v for v in case.variants if v.name in names or _key(case, v) in names)
+    return dataclasses.replace(case, variants=chosen)
 
 
 def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool = False) -> ExitCode:
+    """The run as named steps, each a function over the previous step's result (as nox's
+    ``execute_workflow``): plan -> run_planned -> judge_each -> report. The steps after the plan
+    are lazy: each verdict is printed as soon as its variant (and those before it) finished."""
     started = time.perf_counter()
     method = start_method()
     if method == "fork":
         preload(case.folder for case in cases)
-    platform = _platform()
+    platform = Platform.installed(tuple(probe_cuda()))
     if require_cuda and not platform.cuda_devices:
         print("gallery: error: --require-cuda, but no CUDA GPU is visible here", file=sys.stderr)
         return ExitCode.USAGE_ERROR
     _print_header(platform, method, time.perf_counter() - started, parallel)
-
-    verdicts: dict[str, list[Verdict | None]] = {case.name: [] for case in cases}
     # A folder of this run's own: two runs at once (a matrix set, a test) never share one.
     WORK_DIR.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=WORK_DIR))
-    jobs = []
+    try:
+        planned = plan(cases, platform, run_dir, parallel)
+        judged = judge_each(planned, run_planned(planned, parallel), platform)
+        return report(cases, judged, platform, report_dir, started)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One variant as the plan has it: the job that runs it, or why it cannot run here."""
+
+    variant: Variant
+    job: Job | None
+    not_run: str = ""
+
+
+def plan(cases: list[Case], platform: Platform, run_dir: Path, parallel: int) -> list[Planned]:
+    """Every variant of every case, in order: a job (its folder, threads, ranks), or the unmet
+    requirement that skips it here."""
     threads = max(1, (os.cpu_count() or 1) // parallel)
+    planned = []
     for case in cases:
         for variant in case.variants:
             ranks, device = 1, platform.default_device
@@ -115,28 +142,48 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
                 device = rank_backend(ranks, platform.cuda_devices)[1]
             reason = skip_reason(variant.requires, platform, device)
             if reason:
-                verdicts[case.name].append(Verdict(SKIPPED, reason, variant=variant.name))
+                planned.append(Planned(variant, None, reason))
             else:
-                jobs.append(Job(case, variant, run_dir / case.name / variant.name, threads, ranks))
-                verdicts[case.name].append(None)  # filled in below
+                work_dir = run_dir / case.name / variant.name
+                planned.append(Planned(variant, Job(case, variant, work_dir, threads, ranks)))
+    return planned
 
-    results = run_jobs(jobs, parallel)
+
+def run_planned(planned: list[Planned], parallel: int) -> Iterator[Outcome]:
+    """Each planned variant's outcome, in plan order: a skipped one at once, the others as
+    their processes end (``parallel`` at a time)."""
+    outcomes = run_jobs([p.job for p in planned if p.job], parallel)
+    for each in planned:
+        yield next(outcomes)[1] if each.job else Outcome(not_run=each.not_run)
+
+
+def judge_each(
+    planned: list[Planned], outcomes: Iterator[Outcome], platform: Platform
+) -> Iterator[Verdict]:
+    for each, outcome in zip(planned, outcomes, strict=True):
+        yield judge(each.variant, outcome, platform)
+
+
+def report(
+    cases: list[Case],
+    verdicts: Iterator[Verdict],
+    platform: Platform,
+    report_dir: Path,
+    started: float,
+) -> ExitCode:
+    """Print each verdict as it comes and a summary per case, write each case's JSON report;
+    the exit code says whether every verdict is the documented one."""
+    every = []
     for case in cases:
         print(f"\n{case.name}: {case.title}\n  upstream: {case.issue}")
-        case_verdicts = verdicts[case.name]
-        for index, verdict in enumerate(case_verdicts):
-            if verdict is None:
-                job, outcome = next(results)
-                verdict = judge(job.variant, outcome, platform)
-                verdict.variant = job.variant.name
-                case_verdicts[index] = verdict
-            _print_verdict(verdict)
-        _print_case_summary(case.name, case_verdicts)
+        case_verdicts = []
+        for _ in case.variants:
+            case_verdicts.append(next(verdicts))
+            print(verdict_row(case_verdicts[-1]))
+        print(case_summary(case.name, case_verdicts))
         _case_report(case, platform, case_verdicts).write(report_dir)
-
-    shutil.rmtree(run_dir, ignore_errors=True)
-    all_verdicts = [v for case_verdicts in verdicts.values() for v in case_verdicts]
-    return _print_total(all_verdicts, time.perf_counter() - started)
+        every += case_verdicts
+    return _print_total(every, time.perf_counter() - started)
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -166,8 +213,17 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                 "--report-dir", type=Path, default=RUNS_DIR, help="where JSON reports go"
             )
             command.add_argument(
-                "--only", action="append", metavar="VARIANT", help="run only this variant"
+                "--only",
+                action="append",
+                metavar="[CASE/]VARIANT",
+                help="run only this variant (of every case named, or of CASE)",
             )
+            command.add_argument(
+                "--perturb", choices=PERTURBATIONS,
+                help="run every tiny model with another seed (seed) or each knob at the low or "
+                "high end of its realistic range: a silent verdict must not change "
+                f"(sets {PERTURB_VARIABLE} for every variant)",
+            )  # fmt: skip
             command.add_argument(
                 "--require-cuda", action="store_true", help="refuse to run without a CUDA GPU"
             )
@@ -189,18 +245,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _platform() -> Platform:
-    versions = {name: _version(name) for name in VERSIONED_PACKAGES}
-    return Platform(versions=versions, cuda_device_names=tuple(probe_cuda()))
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def _print_header(platform: Platform, method: str, preload_s: float, parallel: int) -> None:
     packages = " | ".join(
         f"{name} {version or 'not installed'}" for name, version in platform.versions.items()
@@ -217,38 +261,6 @@ def _print_header(platform: Platform, method: str, preload_s: float, parallel: i
         else ("each in a new interpreter")
     )
     print(f"variants: fresh process each, {how}, up to {parallel} at a time")
-
-
-def _print_verdict(verdict: Verdict) -> None:
-    seconds = f"{verdict.seconds:5.1f}s" if verdict.kind != SKIPPED else "     -"
-    print(f"  {verdict.kind:<{KIND_WIDTH}} {verdict.variant:<{NAME_WIDTH}} {verdict.device:<5} "
-          f"{seconds}  {verdict.detail}")  # fmt: skip
-    if verdict.culprit:
-        print(f"  {'':<{KIND_WIDTH}} culprit: {verdict.culprit['description']}")
-    if verdict.producer:
-        print(f"  {'':<{KIND_WIDTH}} first inf/NaN: {verdict.producer['description']}")
-    if verdict.note:
-        print(f"  {'':<{KIND_WIDTH}} note: {verdict.note}")
-    if verdict.is_anomaly and verdict.output_tail:
-        print(textwrap.indent(verdict.output_tail, "  | "))
-
-
-def _print_case_summary(case_name: str, case_verdicts: list[Verdict]) -> None:
-    kinds = [verdict.kind for verdict in case_verdicts]
-    silent = sum(verdict.silent for verdict in case_verdicts)
-    counts = ", ".join(
-        f"{kinds.count(k)} {k.lower()}"
-        + (f" ({silent} raising nothing)" if silent and k == REPRODUCED else "")
-        for k in dict.fromkeys(kinds)
-    )
-    anomalies = [f"{v.variant} {v.kind}" for v in case_verdicts if v.is_anomaly]
-    if anomalies:
-        status = "NOT AS DOCUMENTED: " + ", ".join(anomalies)
-    elif all(kind == SKIPPED for kind in kinds):
-        status = "NOT VERIFIED here (every variant skipped)"
-    else:
-        status = "as documented"
-    print(f"  => {case_name}: {counts} -- {status}")
 
 
 def _print_total(verdicts: list[Verdict], seconds: float) -> ExitCode:

@@ -21,14 +21,14 @@ from pathlib import Path
 
 from shared.harness.paths import SHARED_DIR, relative, relative_text
 from shared.harness.report import ErrorRecord, ProcessResult, WarningRecord
+from shared.hazards import CULPRIT_WATCHER, FINDERS, SILENT_WATCHER
 from shared.record import HARNESS_VARIABLE, RECORD
 
 RANK_VARIABLE = "RANK"  # set by torchrun for each rank
-# Set by the runner to the watchers a variant needs besides the always-on MismatchGuard:
-# "values" (inf/NaN producers: a failure that raises nothing), "ops" (attention and FFT calls).
+# Set by the runner to the on-demand watchers a variant needs (names of shared.hazards.FINDERS,
+# e.g. "values": inf/NaN producers of a failure that raises nothing); the always-on ones (the
+# MismatchGuard) watch every variant.
 WATCH_VARIABLE = "GALLERY_WATCH"
-# shared.culprit's watchers, record only, by the name of what they find (shared.hazards.FINDERS)
-WATCHERS = {"values": "NonFiniteGuard", "ops": "OpWatch", "fsdp": "FlatParamWatch"}
 
 
 def execute(script: Path, result_path: Path) -> int:
@@ -39,18 +39,21 @@ def execute(script: Path, result_path: Path) -> int:
     started = time.perf_counter()
     result = ProcessResult(rank=os.environ.get(RANK_VARIABLE))
     gallery = (script.parent.resolve(), SHARED_DIR)  # the gallery's own code, not a library's
-    guard = _mismatch_guard()
-    values, ops, fsdp = (_optional_watcher(name) for name in ("values", "ops", "fsdp"))
+    watchers = _watchers()
+    guard, values = watchers.get(CULPRIT_WATCHER), watchers.get(SILENT_WATCHER)
     try:
-        with guard, values, ops, fsdp, _recording_warnings(result.warnings):
+        with contextlib.ExitStack() as watching:
+            for watcher in watchers.values():
+                watching.enter_context(watcher)
+            watching.enter_context(_recording_warnings(result.warnings))
             namespace = None  # the script's globals: its models stay alive while named
             try:
                 namespace = runpy.run_path(str(script), run_name="__main__")
             finally:  # while the variant's models are alive: full module paths, hazards
-                for watcher in (guard, values):
+                for watcher in watchers.values():
                     if hasattr(watcher, "resolve_paths"):
                         watcher.resolve_paths()
-                watched = (guard, values, ops, fsdp)
+                watched = watchers.values()
                 result.hazards = _hazards(namespace or _raising_globals(script), *watched)
                 del namespace
     except SystemExit as exc:
@@ -89,17 +92,21 @@ def _recording_warnings(seen: list[WarningRecord]):
         warnings.showwarning = show
 
 
-def _mismatch_guard():
-    """Watch every module call for inputs whose dtype/device differ from the module's weights.
-
-    Record mode only: the variant's own error still happens in the library code; the guard
-    just names the module where the mismatch started (the "culprit").
-    """
+def _watchers() -> dict:
+    """The watchers (shared.hazards.FINDERS) this variant runs under, by finder name: the
+    always-on ones (the MismatchGuard: names the module where a dtype/device mismatch started,
+    the "culprit"), and those the runner asked for. Record only: the variant's own error still
+    happens in the library code."""
     try:
-        from shared.culprit import MismatchGuard
+        import shared.culprit
     except ImportError:  # no torch here: nothing to watch
-        return contextlib.nullcontext()
-    return MismatchGuard()
+        return {}
+    wanted = os.environ.get(WATCH_VARIABLE, "").split()
+    return {
+        name: getattr(shared.culprit, finder.watcher)()
+        for name, finder in FINDERS.items()
+        if finder.watcher and (finder.always or name in wanted)
+    }
 
 
 def _raising_globals(script: Path) -> dict:
@@ -157,17 +164,6 @@ def _named(name: str, find, *subjects) -> list[dict]:
         return [{"model": name, "case": h.case, **dataclasses.asdict(h)} for h in find(*subjects)]
     except Exception:  # noqa: BLE001 - auditing must never break a verdict
         return []
-
-
-def _optional_watcher(name: str):
-    """The watcher ``name`` (see WATCHERS) when the runner asks for it, else a no-op context."""
-    if name not in os.environ.get(WATCH_VARIABLE, "").split():
-        return contextlib.nullcontext()
-    try:
-        import shared.culprit
-    except ImportError:  # no torch here: nothing to watch
-        return contextlib.nullcontext()
-    return getattr(shared.culprit, WATCHERS[name])()
 
 
 def _first_producer(values) -> dict | None:

@@ -12,6 +12,7 @@ import argparse
 import re
 import sys
 
+from shared.harness import ExitCode
 from shared.harness.catalog import (
     FAILURES,
     SILENT_FAILURES,
@@ -82,14 +83,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=readme_command)
 
 
-def readme_command(args: argparse.Namespace) -> int:
+def readme_command(args: argparse.Namespace) -> ExitCode:
     current = README.read_text(encoding="utf-8")
     wanted = rendered(current)
     if args.check:
         if current != wanted:
             print("readme: README.md's table of cases is not current: run "
                   "`python -m shared.harness readme`", file=sys.stderr)  # fmt: skip
-            return 1
-        return 0
+            return ExitCode.ANOMALIES
+        return ExitCode.OK
     README.write_text(wanted, encoding="utf-8")
-    return 0
+    return ExitCode.OK

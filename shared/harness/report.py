@@ -2,6 +2,7 @@
 
 - :class:`ProcessResult`: what one process (one rank) of a variant saw; the executor writes it,
   the runner reads it back.
+- :class:`Outcome`: what happened to one variant's processes (or why it did not run).
 - :class:`Verdict`: one variant's verdict with its evidence; a :class:`CaseReport` holds them.
 - :class:`CaseReport`: one case's run (versions, devices, verdicts): ``.gallery/runs/<case>.json``,
   ``reports/cuda/<case>.json`` and ``reports/matrix/sets/<set>/<case>.json``; the CLI writes it,
@@ -16,11 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shared.harness.paths import relative
+from shared.record import raised
 
 # The verdict kinds. REPRODUCED, PASSED and UNAFFECTED are the documented behaviour; SKIPPED is
 # neither a pass nor a failure (always with its reason); the rest are anomalies that fail a run.
@@ -44,15 +47,18 @@ class ErrorRecord:
 
     @classmethod
     def of(cls, exc: BaseException, gallery_dirs: tuple[Path, ...] = ()) -> ErrorRecord:
-        import traceback
+        return cls.from_raised(raised(exc), gallery_dirs)
 
-        frames = traceback.extract_tb(exc.__traceback__)
-        innermost = Path(frames[-1].filename).resolve() if frames else None
+    @classmethod
+    def from_raised(cls, data: dict, gallery_dirs: tuple[Path, ...] = ()) -> ErrorRecord:
+        """From ``shared.record.raised``'s plain data (made in the process that raised)."""
+        frames = data["frames"]
+        innermost = Path(frames[-1][0]).resolve() if frames else None
         return cls(
-            type=type(exc).__name__,
-            qualified_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
-            message=str(exc),
-            frames=tuple(f"{relative(frame.filename)}:{frame.name}" for frame in frames),
+            type=data["type"],
+            qualified_type=data["qualified_type"],
+            message=data["message"],
+            frames=tuple(f"{relative(file)}:{function}" for file, function in frames),
             in_gallery=innermost is not None
             and any(innermost.is_relative_to(folder) for folder in gallery_dirs),
         )
@@ -112,6 +118,26 @@ class ProcessResult:
 
 
 @dataclass
+class Outcome:
+    """What happened to one variant's process(es), or why it was not run; the verdict is
+    decided from it (``shared.harness.verdicts.judge``)."""
+
+    returncode: int | None = None
+    timed_out: bool = False
+    wall_s: float = 0.0
+    log: str = ""
+    results: list[ProcessResult] = field(default_factory=list)  # one per process (rank)
+    ranks: int = 1  # processes that should each have written a result
+    not_run: str = ""  # why the variant was not run here (a requirement unmet): SKIPPED
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            return signal.Signals(-self.returncode).name
+        return None
+
+
+@dataclass
 class Verdict:
     """One variant's verdict and the evidence behind it, as shown and as stored."""
 
@@ -131,6 +157,11 @@ class Verdict:
     producer: dict | None = None  # the first module whose output became inf/NaN (silent ones)
     hazards: list[dict] = field(default_factory=list)  # hazard patterns of its models at its end
     output_tail: str = ""  # the last lines the variant printed: the evidence
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> Verdict:
+        """A verdict read back from its JSON form (one entry of a report's ``variants``)."""
+        return _from_dict(cls, data)
 
     @property
     def is_anomaly(self) -> bool:

@@ -25,12 +25,12 @@ import tempfile
 import time
 import traceback
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from shared.harness.catalog import VERSIONED_PACKAGES, Case, Variant
 from shared.harness.paths import REPO_ROOT
-from shared.harness.report import ProcessResult
+from shared.harness.report import Outcome, ProcessResult
 
 START_METHOD_VARIABLE = "GALLERY_START"
 POLL_SECONDS = 0.02
@@ -40,24 +40,6 @@ EXECUTOR = "shared.harness.executor"  # the module a spawned child runs
 # the parent that would leave every forked child unable to use the GPU. Each variant imports
 # them itself.
 NOT_PRELOADED = ("bitsandbytes",)
-
-
-@dataclass
-class Outcome:
-    """What happened to one variant's process(es); the verdict is decided elsewhere."""
-
-    returncode: int | None = None
-    timed_out: bool = False
-    wall_s: float = 0.0
-    log: str = ""
-    results: list[ProcessResult] = field(default_factory=list)  # one per process (rank)
-    ranks: int = 1  # processes that should each have written a result
-
-    @property
-    def signal_name(self) -> str | None:
-        if self.returncode is not None and self.returncode < 0:
-            return signal.Signals(-self.returncode).name
-        return None
 
 
 @dataclass
@@ -235,13 +217,13 @@ class _Child:
     def _watch(self) -> dict[str, str]:
         """The executor's watchers this variant needs: the inf/NaN producer watch where it may
         fail silently, and the watcher that finds its case's hazard where it is audited."""
-        from shared.harness.executor import WATCH_VARIABLE, WATCHERS
-        from shared.hazards import HAZARDS
+        from shared.harness.executor import WATCH_VARIABLE
+        from shared.hazards import HAZARDS, ON_DEMAND, SILENT_WATCHER
 
-        watchers = {"values"} if self.job.variant.may_fail_silently else set()
+        watchers = {SILENT_WATCHER} if self.job.variant.may_fail_silently else set()
         for audit in self.job.variant.audit_kinds:
             watchers.update(HAZARDS[self.job.case.hazard_looked_for(audit)].found_by)
-        watchers &= set(WATCHERS)  # the rest look at the end state, or always watch
+        watchers &= set(ON_DEMAND)  # the rest look at the end state, or always watch
         return {WATCH_VARIABLE: " ".join(sorted(watchers))} if watchers else {}
 
     def poll(self) -> int | None:

@@ -7,11 +7,13 @@ failure and is always shown with its reason. Everything else is an anomaly and f
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import re
 from dataclasses import dataclass
 
 from shared.harness.catalog import (
     SILENT_FAILURES,
+    VERSIONED_PACKAGES,
     Expectation,
     Requirements,
     Variant,
@@ -25,14 +27,15 @@ from shared.harness.report import (
     NOT_REPRODUCED,
     PASSED,
     REPRODUCED,
+    SKIPPED,
     TIMEOUT,
     UNAFFECTED,
     WRONG_ERROR,
     ErrorRecord,
+    Outcome,
     ProcessResult,
     Verdict,
 )
-from shared.harness.runner import Outcome
 
 OUTPUT_TAIL_LINES = 15
 GALLERY_FAILED = "the gallery's code failed here, not the library: "
@@ -45,6 +48,12 @@ class Platform:
     versions: dict[str, str | None]
     cuda_device_names: tuple[str, ...] = ()
 
+    @classmethod
+    def installed(cls, cuda_device_names: tuple[str, ...] = ()) -> Platform:
+        """This interpreter's versions of the packages case.toml conditions name."""
+        versions = {name: installed_version(name) for name in VERSIONED_PACKAGES}
+        return cls(versions, cuda_device_names)
+
     @property
     def cuda_devices(self) -> int:
         return len(self.cuda_device_names)
@@ -52,6 +61,13 @@ class Platform:
     @property
     def default_device(self) -> str:
         return "cuda" if self.cuda_devices else "cpu"
+
+
+def installed_version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def skip_reason(requires: Requirements, platform: Platform, device: str = "") -> str | None:
@@ -77,6 +93,16 @@ def skip_reason(requires: Requirements, platform: Platform, device: str = "") ->
 
 
 def judge(variant: Variant, outcome: Outcome, platform: Platform) -> Verdict:
+    """The one place a verdict is made: every kind, SKIPPED included (never a pass: it always
+    says why the variant did not run)."""
+    verdict = _judge(variant, outcome, platform)
+    verdict.variant = variant.name
+    return verdict
+
+
+def _judge(variant: Variant, outcome: Outcome, platform: Platform) -> Verdict:
+    if outcome.not_run:
+        return Verdict(SKIPPED, outcome.not_run)
     if outcome.timed_out:
         return _verdict(
             TIMEOUT,

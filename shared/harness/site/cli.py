@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from shared.harness import ExitCode
 from shared.harness.paths import (
     CASES_DIR,
     CUDA_DIR,
@@ -38,30 +39,30 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
                        help="then check it in headless Chromium (Debian's chromium)")  # fmt: skip
 
 
-def site_command(args: argparse.Namespace) -> int:
+def site_command(args: argparse.Namespace) -> ExitCode:
     # Imported here: `site build` needs no browser stack, and other commands no jinja2.
     try:
         from shared.harness.site.build import SiteError, build
     except ModuleNotFoundError as missing:
         print(f"site: error: {missing.name} is not installed for {sys.executable}; install "
               "the 'site' group of pyproject.toml", file=sys.stderr)  # fmt: skip
-        return 2
+        return ExitCode.USAGE_ERROR
     try:
         if args.site_command == "build":
             pages = build(args.out, args.runs, args.matrix, args.cuda, args.cases_dir)
             print(f"site: built {len(pages)} pages in {args.out}")
             if not args.check:
-                return 0
+                return ExitCode.OK
         from shared.harness.site.check import check
 
         problems = check(args.out, args.screenshot)
     except SiteError as exc:
         print(f"site: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE_ERROR
     for problem in problems:
         print(f"site: FAILED {problem}", file=sys.stderr)
     if problems:
         print(f"site: check FAILED: {len(problems)} problem(s)", file=sys.stderr)
-        return 1
+        return ExitCode.ANOMALIES
     print(f"site: check OK; screenshots in {args.screenshot}")
-    return 0
+    return ExitCode.OK

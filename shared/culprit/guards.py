@@ -1,0 +1,352 @@
+"""Guards that watch each module call while a model runs: :class:`MismatchGuard` (the first module
+fed another dtype or device than its weights) and :class:`NonFiniteGuard` (the first module whose
+output became inf/NaN from finite inputs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import inspect
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+from torch.nn.modules.module import register_module_forward_pre_hook
+
+from shared.culprit.audit import TORCH_ERROR_NAMES, _dtype_name
+
+# --- guard -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Mismatch:
+    """A module called with a tensor whose dtype or device differs from its own parameters."""
+
+    module: str  # e.g. "TinyMiniCPMV.resampler.attn"
+    module_class: str
+    role: str  # the forward argument: "query", "hidden_states", "input 0", "batch['x']"
+    input_dtype: str
+    input_device: str
+    parameter: str
+    parameter_dtype: str
+    parameter_device: str
+
+    def describe(self) -> str:
+        """One line, with dtypes named as torch names them in its errors."""
+        return (
+            f"{self.module} ({self.module_class}): {self.role} "
+            f"{_error_name(self.input_dtype)} on {self.input_device} vs {self.parameter} "
+            f"{_error_name(self.parameter_dtype)} on {self.parameter_device}"
+        )
+
+
+def _error_name(dtype: str) -> str:
+    return TORCH_ERROR_NAMES.get(dtype, dtype)
+
+
+class DtypeDeviceMismatch(RuntimeError):
+    """Raised by ``MismatchGuard(raise_on_mismatch=True)`` at the first mismatch."""
+
+    def __init__(self, mismatch: Mismatch):
+        self.mismatch = mismatch
+        to_param, to_input = [], []
+        if mismatch.input_device != mismatch.parameter_device:
+            to_param.append(repr(mismatch.parameter_device))
+            to_input.append(repr(mismatch.input_device))
+        if mismatch.input_dtype != mismatch.parameter_dtype:
+            to_param.append(f"torch.{mismatch.parameter_dtype}")
+            to_input.append(f"torch.{mismatch.input_dtype}")
+        super().__init__(
+            f"{mismatch.describe()}. Cast the module or the input: "
+            f"module.to({', '.join(to_input)}) / input.to({', '.join(to_param)}); "
+            "format_audit(model) shows which tensors differ from the rest of the model."
+        )
+
+
+def as_record(found: Mismatch | NonFinite) -> dict:
+    """A mismatch or a producer as plain JSON-serialisable data, with its one-line description."""
+    return {**dataclasses.asdict(found), "description": found.describe()}
+
+
+class _ModuleWatch:
+    """Hooks on every module a forward reaches: ``model``'s from the start (named by their path
+    from it), any other module when first called (named by its class, its submodules below it).
+    Subclasses say which hook each module gets (``_hook``) and what a first call does."""
+
+    def __init__(self, model: nn.Module | None = None):
+        self.model = model
+        self._names: dict[nn.Module, str] = {}  # the modules that have our own hook
+        self._handles: list = []
+
+    def __enter__(self):
+        # The global pre-hook sees every module but not keyword arguments, so it only finds
+        # new modules; each one found gets a hook of its own that sees args and kwargs.
+        self._handles.append(register_module_forward_pre_hook(self._on_any_call))
+        if self.model is not None:
+            self._adopt(self.model)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self._names.clear()
+
+    def _on_any_call(self, module: nn.Module, args: tuple) -> None:
+        if module not in self._names:
+            self._adopt(module)
+            self._on_first_call(module, args)
+
+    def _on_first_call(self, module: nn.Module, args: tuple) -> None:
+        """A module met for the first time (its own hook runs from its next call on)."""
+
+    def _adopt(self, root: nn.Module) -> None:
+        for path, module in root.named_modules(prefix=type(root).__name__):
+            if module not in self._names:
+                self._names[module] = path
+                self._handles.append(self._hook(module))
+
+    def _hook(self, module: nn.Module):
+        raise NotImplementedError
+
+
+class MismatchGuard(_ModuleWatch):
+    """Context manager: check every module call's tensor inputs against the module's own params.
+
+    A module is judged only if it has floating-point parameters of its own (``recurse=False``);
+    an input is a mismatch when its device, or (floating-point inputs only) its dtype, matches
+    none of them. Inputs are the positional and keyword arguments, one level into tuples, lists
+    and dicts. Not judged while autocast is enabled for the input's device type: autocast
+    mixes dtypes on purpose and casts the inputs inside the ops.
+
+    Module paths: give ``model`` to name its modules from the start ("TinyMiniCPMV.resampler.attn"
+    even when a method calls ``self.resampler`` directly). Other modules are named when first
+    called: a module called outside any named one is a root, named by its class, and its
+    submodules below it. (That first call is checked by torch's global pre-hook, which gets
+    positional arguments only; keyword arguments are seen from the next call on.)
+
+    ``raise_on_mismatch=False`` records: ``.mismatches`` (in call order) and ``.first``.
+    ``raise_on_mismatch=True`` raises :class:`DtypeDeviceMismatch` before the module runs.
+    """
+
+    def __init__(self, model: nn.Module | None = None, *, raise_on_mismatch: bool = False):
+        super().__init__(model)
+        self.raise_on_mismatch = raise_on_mismatch
+        self.mismatches: list[Mismatch] = []
+        self.errors: list[str] = []  # checks that failed themselves (record mode), for the record
+        self._culprits: list[nn.Module] = []  # the module of each mismatch, for resolve_paths
+
+    @property
+    def first(self) -> Mismatch | None:
+        return self.mismatches[0] if self.mismatches else None
+
+    def _on_first_call(self, module: nn.Module, args: tuple) -> None:
+        self._check(module, args, {})  # the positional inputs of the call that found it
+
+    def _hook(self, module: nn.Module):
+        return module.register_forward_pre_hook(self._on_own_call, with_kwargs=True)
+
+    def _on_own_call(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        self._check(module, args, kwargs)
+
+    def _check(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        try:
+            self._judge(module, args, kwargs)
+        except DtypeDeviceMismatch:
+            raise
+        except Exception as exc:  # noqa: BLE001 - watching must never break the model it watches
+            if self.raise_on_mismatch:
+                raise
+            self.errors.append(f"{self._names.get(module, type(module).__name__)}: {exc!r}")
+
+    def _judge(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        # In a module accelerate dispatched (its `_hf_hook`), weights on "meta" are placeholders
+        # that the hook loads just before the call: nothing a real input could mismatch.
+        placeholders = hasattr(module, "_hf_hook")
+        params = [
+            (name, param)
+            for name, param in module.named_parameters(recurse=False)
+            if param.is_floating_point() and not (placeholders and param.device.type == "meta")
+        ]
+        if not params:
+            return
+        dtypes = {param.dtype for _, param in params}
+        devices = {param.device for _, param in params}
+        for role, tensor in _tensor_inputs(module, args, kwargs):
+            if _autocast_enabled(tensor.device.type):
+                continue
+            dtype_differs = tensor.is_floating_point() and tensor.dtype not in dtypes
+            if not dtype_differs and tensor.device in devices:
+                continue
+            # Name the first parameter that disagrees in what differs.
+            name, param = next(
+                (name, param)
+                for name, param in params
+                if param.device != tensor.device or (dtype_differs and param.dtype != tensor.dtype)
+            )
+            mismatch = Mismatch(
+                self._names[module], type(module).__name__, role,
+                _dtype_name(tensor.dtype), str(tensor.device),
+                name, _dtype_name(param.dtype), str(param.device),
+            )  # fmt: skip
+            if self.raise_on_mismatch:
+                raise DtypeDeviceMismatch(mismatch)
+            self.mismatches.append(mismatch)
+            self._culprits.append(module)
+
+    def resolve_paths(self) -> None:
+        """Re-name the recorded mismatches by their path from the outermost model holding them.
+
+        A method such as ``vae.decode`` calls ``self.post_quant_conv`` directly, so the hooks
+        met the conv before (or without) its model and could only call it "Conv2d". Called while
+        the models are still alive, this finds each culprit's parents among the live modules.
+        """
+        parents = _live_parents()
+        for index, module in enumerate(self._culprits):
+            full_path = _full_path(module, parents)
+            self.mismatches[index] = dataclasses.replace(self.mismatches[index], module=full_path)
+
+
+def _autocast_enabled(device_type: str) -> bool:
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except (TypeError, RuntimeError):
+        # torch < 2.4 takes no device argument; unknown device types (meta) raise.
+        if device_type == "cpu":
+            return torch.is_autocast_cpu_enabled()
+        return device_type == "cuda" and torch.is_autocast_enabled()
+
+
+def _tensor_inputs(module: nn.Module, args: tuple, kwargs: dict) -> Iterator[tuple]:
+    """(role, tensor) for each tensor argument, one level into tuples, lists and dicts.
+
+    Roles are the forward's parameter names when the call binds to its signature, else
+    "input N" for positional arguments and the keyword for keyword arguments.
+    """
+    try:
+        signature = inspect.signature(module.forward)
+        bound = signature.bind_partial(*args, **kwargs).arguments
+        arguments = {}
+        for name, value in bound.items():
+            if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+                arguments.update(value)  # **kwargs: by their own names
+            else:
+                arguments[name] = value
+    except (TypeError, ValueError):  # no signature, or the call does not bind to it
+        arguments = {**{f"input {i}": arg for i, arg in enumerate(args)}, **kwargs}
+    for role, value in arguments.items():
+        if isinstance(value, torch.Tensor):
+            yield role, value
+        elif isinstance(value, (tuple, list, dict)):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(item, torch.Tensor):
+                    yield f"{role}[{key!r}]", item
+
+
+# --- non-finite values: the producer, not its passers-on ---------------------------------------
+
+FLOAT16_MAX = torch.finfo(torch.float16).max
+
+
+@dataclasses.dataclass(frozen=True)
+class NonFinite:
+    """The first module whose output held inf or NaN while all its inputs were finite."""
+
+    module: str
+    module_class: str
+    output_dtype: str
+    nonfinite: int  # elements of the output that are inf or NaN
+    elements: int
+    input_absmax: float  # the largest |x| among the inputs (all finite)
+    input_dtype: str
+
+    def describe(self) -> str:
+        limit = " (beyond float16's range)" if self.input_absmax > FLOAT16_MAX else ""
+        return (
+            f"{self.module} ({self.module_class}): output {self.output_dtype} with "
+            f"{self.nonfinite} of {self.elements} elements inf/NaN, from finite "
+            f"{self.input_dtype} inputs of max |x| {self.input_absmax:.3g}{limit}"
+        )
+
+
+class NonFiniteGuard(_ModuleWatch):
+    """Context manager: name the first module that *produced* inf or NaN (its inputs finite),
+    not the modules that merely passed it on (as fairseq's NanDetector and transformers'
+    DebugUnderflowOverflow look for). Record only: the model runs as it would.
+
+    Forward hooks fire when a module returns, innermost first, so the first module seen with a
+    non-finite output and finite inputs is the producer. ``.first`` is it, or None; ``model``
+    names modules from the start (else they are named by their class when first called).
+    """
+
+    def __init__(self, model: nn.Module | None = None):
+        super().__init__(model)
+        self.first: NonFinite | None = None
+        self._module: nn.Module | None = None
+
+    def _hook(self, module: nn.Module):
+        return module.register_forward_hook(self._on_return, with_kwargs=True)
+
+    def _on_return(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
+        if self.first is not None:
+            return
+        try:
+            outputs = [t for t in _tensors(output) if t.is_floating_point()]
+            bad = [t for t in outputs if not bool(torch.isfinite(t).all())]
+            if not bad:
+                return
+            inputs = [t for _, t in _tensor_inputs(module, args, kwargs) if t.is_floating_point()]
+            if any(not bool(torch.isfinite(t).all()) for t in inputs):
+                return  # passed on, not produced here
+            largest = max(inputs, key=lambda t: float(t.abs().max()) if t.numel() else 0.0,
+                          default=None)  # fmt: skip
+            self.first = NonFinite(
+                self._names[module], type(module).__name__, _dtype_name(bad[0].dtype),
+                int((~torch.isfinite(bad[0])).sum()), bad[0].numel(),
+                float(largest.abs().max()) if largest is not None and largest.numel() else 0.0,
+                _dtype_name(largest.dtype) if largest is not None else "-",
+            )  # fmt: skip
+            self._module = module
+        except Exception:  # noqa: BLE001 - watching must never break the model it watches
+            return
+
+    def resolve_paths(self) -> None:
+        """Name the producer by its path from the outermost live model (see MismatchGuard)."""
+        if self.first is None or self._module is None:
+            return
+        path = _full_path(self._module, _live_parents())
+        self.first = dataclasses.replace(self.first, module=path)
+
+
+def _tensors(value) -> Iterator[torch.Tensor]:
+    """The tensors of a module's output: a tensor, or one level into tuples, lists, dicts and
+    ModelOutput-like objects."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        yield from (v for v in value.values() if isinstance(v, torch.Tensor))
+    elif isinstance(value, (tuple, list)):
+        yield from (v for v in value if isinstance(v, torch.Tensor))
+
+
+def _live_parents() -> dict[nn.Module, tuple[nn.Module, str]]:
+    """Each live module's parent and its name there, from every module alive now."""
+    parents: dict[nn.Module, tuple[nn.Module, str]] = {}
+    for candidate in gc.get_objects():
+        # type(), not isinstance(): no attribute lookups on arbitrary (deprecated) objects
+        if issubclass(type(candidate), nn.Module):
+            for name, child in candidate.named_children():
+                parents.setdefault(child, (candidate, name))
+    return parents
+
+
+def _full_path(module: nn.Module, parents: dict[nn.Module, tuple[nn.Module, str]]) -> str:
+    """``module``'s path from the outermost live model holding it ("Model.block.0.wo")."""
+    path, seen = [], {module}
+    while module in parents and parents[module][0] not in seen:
+        module, name = parents[module]
+        path.insert(0, name)
+        seen.add(module)
+    return ".".join([type(module).__name__, *path])
