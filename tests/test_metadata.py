@@ -224,3 +224,57 @@ def test_flagged_or_clean_needs_the_case_hazard_a_named_kind_does_not(tmp_path):
     (tmp_path / "unknown").mkdir()
     with pytest.raises(CaseError, match="or a hazard kind of shared/hazards.py"):
         load_case("demo", make_case(tmp_path / "unknown", toml))
+
+
+def _imported_packages(script, seen=None) -> set[str]:
+    """The top-level packages a script imports, through the sibling modules it imports."""
+    import ast
+    import sys
+
+    seen = set() if seen is None else seen
+    if script in seen:
+        return set()
+    seen.add(script)
+    found = set()
+    for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        for top in {name.split(".")[0] for name in names}:
+            sibling = script.parent / f"{top}.py"
+            if sibling.is_file():
+                found |= _imported_packages(sibling, seen)
+            elif top not in sys.stdlib_module_names and top != "shared":
+                found.add(top)
+    return found
+
+
+def test_every_package_a_variant_imports_beyond_the_stack_is_declared():
+    from shared.harness.catalog import EXTRA_PACKAGES, STACK_IMPORTS
+
+    by_import = {module: name for name, module in EXTRA_PACKAGES.items()}
+    undeclared = []
+    for case_name in case_names():
+        for variant in load_case(case_name).variants:
+            for module in sorted(_imported_packages(variant.script) - set(STACK_IMPORTS)):
+                package = by_import.get(module, module)
+                if package not in variant.requires.packages:
+                    undeclared.append(f"{case_name}/{variant.name}: {package}")
+    assert not undeclared, f"imported, not in the variant's requires.packages: {undeclared}"
+    kahan = {v.name: v for v in load_case("bf16-pure-training").variants}["fixed_kahan"]
+    assert "torch-optimi" in kahan.requires.packages  # the one the test must find: it reads imports
+
+
+def test_a_variant_whose_extra_package_is_missing_is_skipped_naming_it():
+    from shared.harness.verdicts import Platform, skip_reason
+
+    kahan = {v.name: v for v in load_case("bf16-pure-training").variants}["fixed_kahan"]
+    without = Platform({"torch": "2.13.0", "transformers": "5.23.0", "torch-optimi": None})
+    assert skip_reason(kahan.requires, without) == (
+        "needs torch-optimi>=0.1, found none (optimi.AdamW(kahan_sum=True))"
+    )
+    # Not among the recorded versions: the installed one (the pinned set holds it).
+    assert skip_reason(kahan.requires, Platform({"torch": "2.13.0"})) is None

@@ -22,6 +22,14 @@ METADATA_FILE = "case.toml"
 
 # Packages whose versions an expectation or a requirement may depend on.
 VERSIONED_PACKAGES = ("torch", "transformers", "diffusers", "peft", "accelerate", "bitsandbytes")
+# What a stack brings along with those (their own dependencies): a case script may import these
+# without declaring them. By import name.
+STACK_IMPORTS = ("torch", "transformers", "diffusers", "peft", "accelerate", "bitsandbytes",
+                 "numpy", "PIL", "packaging", "safetensors", "tokenizers", "huggingface_hub")  # fmt: skip
+# Any other package a variant imports is named in its `requires.packages` (a test reads the
+# scripts' imports), so that where it is missing the variant is SKIPPED naming it.
+# Distribution name -> import name.
+EXTRA_PACKAGES = {"torch-optimi": "optimi"}
 # error: raises the documented exception; symptom: runs clean, a measured figure is out of
 # range; warning: runs clean, the library issues the documented warning; pass: a fix, clean
 # and checked; absent: a broken variant on versions where the failure does not happen.
@@ -434,12 +442,13 @@ def _parse_requirements(raw: dict, where: str) -> Requirements:
         table = raw.get(key, {})
         if not isinstance(table, dict):
             raise CaseError(f"{where}: {key} must be a table of name = 'specifier'")
-        unknown = sorted(set(table) - set(VERSIONED_PACKAGES))
+        unknown = sorted(set(table) - set(VERSIONED_PACKAGES) - set(EXTRA_PACKAGES))
         if unknown:
             raise CaseError(
                 f"{where}: {key} names unknown package(s) {unknown}; known: "
-                f"{', '.join(VERSIONED_PACKAGES)} (a new library: add it to VERSIONED_PACKAGES "
-                "in shared/harness/catalog.py, then the harness records and checks its version)"
+                f"{', '.join([*VERSIONED_PACKAGES, *EXTRA_PACKAGES])} (a new library: add it to "
+                "VERSIONED_PACKAGES in shared/harness/catalog.py, then the harness records and "
+                "checks its version; a package only some variants import: to EXTRA_PACKAGES)"
             )
         tables[key] = {name: _specifier(spec, where) for name, spec in table.items()}
     reason = raw.get("reason", "")

@@ -7,6 +7,7 @@ failure and is always shown with its reason. Everything else is an anomaly and f
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import re
 from dataclasses import dataclass
 
@@ -53,6 +54,15 @@ class Platform:
     def default_device(self) -> str:
         return "cuda" if self.cuda_devices else "cpu"
 
+    def version(self, name: str) -> str | None:
+        """A recorded version, else (a package only some variants import) the installed one."""
+        if name in self.versions:
+            return self.versions[name]
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
 
 def skip_reason(requires: Requirements, platform: Platform, device: str = "") -> str | None:
     """Why a variant cannot run here (on ``device``, default: the platform's), or None."""
@@ -70,7 +80,7 @@ def skip_reason(requires: Requirements, platform: Platform, device: str = "") ->
         tables.append(("cpu_packages", " on the CPU"))
     for table, where in tables:
         for name, spec in getattr(requires, table).items():
-            unmet = unmet_version({name: spec}, platform.versions)
+            unmet = unmet_version({name: spec}, {name: platform.version(name)})
             if unmet:
                 return f"{unmet}{where}{why(f'{table}:{name}')}"
     return None
