@@ -49,6 +49,10 @@ def build_llama() -> LlamaForCausalLM:
         num_attention_heads=4,
         num_key_value_heads=4,
         max_position_embeddings=64,
+        # Training keeps no KV cache: the SFT recipes set model.config.use_cache = False (the
+        # Trainer's gradient checkpointing turns it off too). With it on, transformers < 4.44
+        # builds a DynamicCache (a dataclass) that FSDP2's input cast rebuilds empty per layer.
+        use_cache=False,
     )
     return LlamaForCausalLM(config).eval()  # eval: no dropout, the reference is comparable
 
