@@ -226,40 +226,14 @@ def test_flagged_or_clean_needs_the_case_hazard_a_named_kind_does_not(tmp_path):
         load_case("demo", make_case(tmp_path / "unknown", toml))
 
 
-def _imported_packages(script, seen=None) -> set[str]:
-    """The top-level packages a script imports, through the sibling modules it imports."""
-    import ast
-    import sys
-
-    seen = set() if seen is None else seen
-    if script in seen:
-        return set()
-    seen.add(script)
-    found = set()
-    for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            names = [node.module]
-        else:
-            continue
-        for top in {name.split(".")[0] for name in names}:
-            sibling = script.parent / f"{top}.py"
-            if sibling.is_file():
-                found |= _imported_packages(sibling, seen)
-            elif top not in sys.stdlib_module_names and top != "shared":
-                found.add(top)
-    return found
-
-
 def test_every_package_a_variant_imports_beyond_the_stack_is_declared():
-    from shared.harness.catalog import EXTRA_PACKAGES, STACK_IMPORTS
+    from shared.harness.catalog import EXTRA_PACKAGES, STACK_IMPORTS, imported_packages
 
     by_import = {module: name for name, module in EXTRA_PACKAGES.items()}
     undeclared = []
     for case_name in case_names():
         for variant in load_case(case_name).variants:
-            for module in sorted(_imported_packages(variant.script) - set(STACK_IMPORTS)):
+            for module in sorted(imported_packages(variant.script) - set(STACK_IMPORTS)):
                 package = by_import.get(module, module)
                 if package not in variant.requires.packages:
                     undeclared.append(f"{case_name}/{variant.name}: {package}")

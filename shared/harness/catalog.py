@@ -7,8 +7,10 @@ This module imports no torch: nox and the CLI use it before any heavy import.
 
 from __future__ import annotations
 
+import ast
 import datetime
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +213,30 @@ class Case:
     def hazard_looked_for(self, audit: str) -> str:
         """The hazard kind an audit value is about: the kind it names, else the case's own."""
         return audit if audit in HAZARDS else self.hazard
+
+
+def imported_packages(script: Path, seen: set[Path] | None = None) -> set[str]:
+    """The top-level packages a script imports (not the standard library's, not ``shared``),
+    followed through the sibling modules of its case folder that it imports."""
+    seen = set() if seen is None else seen
+    if script in seen:
+        return set()
+    seen.add(script)
+    found = set()
+    for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        for top in {name.split(".")[0] for name in names}:
+            sibling = script.parent / f"{top}.py"
+            if sibling.is_file():
+                found |= imported_packages(sibling, seen)
+            elif top not in sys.stdlib_module_names and top != "shared":
+                found.add(top)
+    return found
 
 
 def case_names(cases_dir: Path = CASES_DIR) -> list[str]:
