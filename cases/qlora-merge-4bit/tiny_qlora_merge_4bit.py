@@ -71,16 +71,21 @@ def save_trained_adapter(checkpoint: Path) -> Path:
 
 
 def load_4bit(checkpoint: Path, device: torch.device) -> LlamaForCausalLM:
-    """The checkpoint quantized to 4-bit NF4 at load, as QLoRA trains on it (compute float32)."""
+    """The checkpoint quantized to 4-bit NF4 at load, as QLoRA trains on it: peft#2321's config
+    (double quantization, bfloat16 compute and storage)."""
     from transformers import BitsAndBytesConfig
 
     quantization = BitsAndBytesConfig(
-        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_compute_dtype=torch.bfloat16,
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_quant_storage=torch.bfloat16,
     )
     return LlamaForCausalLM.from_pretrained(
         checkpoint,
         quantization_config=quantization,
-        torch_dtype=torch.float32,
+        torch_dtype=torch.bfloat16,
         device_map={"": str(device)},
     )
 
