@@ -252,3 +252,18 @@ def test_a_variant_whose_extra_package_is_missing_is_skipped_naming_it():
     )
     # Not among the recorded versions: the installed one (the pinned set holds it).
     assert skip_reason(kahan.requires, Platform({"torch": "2.13.0"})) is None
+
+
+def test_no_raise_site_is_the_gallery_s_own_code():
+    """`raised_in` proves a library refused: it never names a case's scripts or shared/."""
+    import re
+
+    for case_name in case_names():
+        case = load_case(case_name)
+        own = [f"{path.name}:<module>" for path in case.folder.glob("*.py")]
+        own += ["shared/checks.py:check_that", "shared/culprit.py:__torch_function__"]
+        for variant in case.variants:
+            for expectation in (variant.expectation, *(c.expectation for c in variant.conditions)):
+                if expectation.raised_in:
+                    named = [f for f in own if re.search(expectation.raised_in, f)]
+                    assert not named, f"{case_name}/{variant.name}: raised_in names {named}"
