@@ -86,3 +86,20 @@ def test_no_case_readme_types_what_is_generated_or_installs_the_project():
         assert "pip install -e" not in text, name
         for section in readme.REPLACED_SECTIONS:
             assert f"\n## {section}\n" not in story, f"{name}: ## {section} typed by hand"
+
+
+OUTLINE = ("Symptom", "Upstream", "Root cause", "Fix", "The model here", "Devices")
+REQUIRED = OUTLINE[:4]
+
+
+def test_every_case_readme_tells_its_story_in_the_one_outline():
+    """The hand-written part: the template's headings, in its order (the last two optional)."""
+    for name in case_names():
+        text = (REPO_ROOT / "cases" / name / "README.md").read_text(encoding="utf-8")
+        story = text.split(readme.CASE_BEGIN)[0]
+        headings = [line[3:].strip() for line in story.splitlines() if line.startswith("## ")]
+        assert all(h in OUTLINE for h in headings), f"{name}: {headings} outside {OUTLINE}"
+        assert headings == sorted(headings, key=OUTLINE.index), f"{name}: order {headings}"
+        assert set(REQUIRED) <= set(headings), f"{name}: needs {REQUIRED}, has {headings}"
+    template = (REPO_ROOT / "cases" / "_template" / "README.md").read_text(encoding="utf-8")
+    assert [line[3:] for line in template.splitlines() if line.startswith("## ")] == list(OUTLINE)

@@ -200,8 +200,8 @@ def how_to_run_section(case: Case) -> list[str]:
         f"python cases/{case.name}/{broken.script.name}    # one script by hand",
         "```",
         "",
-        "From the repository root, in an environment that has the libraries (nothing to install: "
-        "[how a script finds `shared`](../../README.md#layout)).",
+        "From the repository root, in an environment that has the libraries. Nothing to install: "
+        "the case folder's `shared` link to the repository's `shared/` finds the gallery's code.",
     ]
 
 
