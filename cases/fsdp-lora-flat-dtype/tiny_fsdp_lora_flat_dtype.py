@@ -2,7 +2,8 @@
 
 Real classes, tiny and randomly initialised (seeded); nothing is downloaded:
 - ``LlamaForCausalLM`` (2 decoder layers, hidden 32, vocabulary 64) with LoRA r=4 on ``q_proj`` /
-  ``v_proj``, as the upstream reports configure it (direct-preference-optimization#90, axolotl#1494);
+  ``v_proj``, as the upstream reports configure it (direct-preference-optimization#90,
+  axolotl#1494);
 - one FSDP rank: a gloo process group of world size 1 on the CPU, set up in this process with
   the variables ``torchrun --nproc-per-node=1`` would set. FSDP validates and flattens the
   parameters when it wraps the model, before any kernel runs, so one CPU rank meets the same

@@ -26,8 +26,8 @@ METADATA_FILE = "case.toml"
 VERSIONED_PACKAGES = ("torch", "transformers", "diffusers", "peft", "accelerate", "bitsandbytes")
 # What a stack brings along with those (their own dependencies): a case script may import these
 # without declaring them. By import name.
-STACK_IMPORTS = ("torch", "transformers", "diffusers", "peft", "accelerate", "bitsandbytes",
-                 "numpy", "PIL", "packaging", "safetensors", "tokenizers", "huggingface_hub")  # fmt: skip
+STACK_IMPORTS = (*VERSIONED_PACKAGES, "numpy", "PIL", "packaging", "safetensors", "tokenizers",
+                 "huggingface_hub")  # fmt: skip
 # Any other package a variant imports is named in its `requires.packages` (a test reads the
 # scripts' imports), so that where it is missing the variant is SKIPPED naming it.
 # Distribution name -> import name.
