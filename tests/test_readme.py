@@ -77,6 +77,8 @@ def test_the_facts_come_from_case_toml_and_the_store():
     assert f"| pinned | {pinned.versions['torch']} |" in facts
     assert "REPRODUCED from peft 0.12.0 [first release: 0.12.0" in facts  # a bisected boundary
     assert "python cases/fsdp-lora-flat-dtype/broken.py" in facts
+    never_run = readme.facts(case, [], [])  # a new case: nothing stored yet
+    assert "No stored run yet" in never_run and "| [`broken`](broken.py) |" in never_run
 
 
 def test_no_case_readme_types_what_is_generated_or_installs_the_project():
