@@ -267,3 +267,15 @@ def test_no_raise_site_is_the_gallery_s_own_code():
                 if expectation.raised_in:
                     named = [f for f in own if re.search(expectation.raised_in, f)]
                     assert not named, f"{case_name}/{variant.name}: raised_in names {named}"
+
+
+def test_under_complete_env_a_declared_package_missing_is_exit_2_naming_it(monkeypatch, capsys):
+    """nox --no-venv runs the harness with --complete-env: the environment must hold the set."""
+    from shared.harness import cli
+
+    real = cli._version
+    monkeypatch.setattr(
+        cli, "_version", lambda name: None if name == "torch-optimi" else real(name)
+    )
+    assert cli.main(["run", "bf16-pure-training", "--complete-env"]) == cli.ExitCode.USAGE_ERROR
+    assert "torch-optimi (bf16-pure-training/fixed_kahan)" in capsys.readouterr().err

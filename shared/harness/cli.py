@@ -83,6 +83,13 @@ def _run_or_list(args: argparse.Namespace) -> ExitCode:
         if unknown:
             print(f"gallery: error: no variant named {sorted(unknown)}", file=sys.stderr)
             return ExitCode.USAGE_ERROR
+    absent = sorted({f"{name} ({case.name}/{variant.name})" for case in cases
+                     for variant in case.variants for name in variant.requires.packages
+                     if args.complete_env and not _version(name)})  # fmt: skip
+    if absent:
+        print(f"gallery: error: --complete-env, but not installed for {sys.executable}: "
+              f"{', '.join(absent)}; {INSTALL_HINT}", file=sys.stderr)  # fmt: skip
+        return ExitCode.USAGE_ERROR
     return run(cases, args.jobs, args.report_dir, require_cuda=args.require_cuda)
 
 
@@ -170,6 +177,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
             )
             command.add_argument(
                 "--require-cuda", action="store_true", help="refuse to run without a CUDA GPU"
+            )
+            command.add_argument(
+                "--complete-env",
+                action="store_true",
+                help="a package a variant declares and this environment lacks is exit 2, not a "
+                "skip (nox --no-venv: the environment must hold the pinned set)",
             )
     matrix.add_commands(commands.add_parser("matrix", help="the regression matrix's tables"))
     bisect.add_arguments(
