@@ -193,7 +193,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         commands.add_parser("explain", help="which documented case an error or symptom is")
     )
     readme.add_arguments(
-        commands.add_parser("readme", help="generate README.md's table of cases from case.toml")
+        commands.add_parser("readme", help="the READMEs' facts, from case.toml and the store")
     )
     benchmark.add_arguments(commands.add_parser("benchmark", help="time the gallery"))
     args = parser.parse_args(argv)
