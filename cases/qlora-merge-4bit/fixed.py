@@ -17,8 +17,7 @@ checkpoint = save_tiny_checkpoint()  # the base model, bfloat16
 adapter = save_trained_adapter(checkpoint)  # a LoRA adapter trained on it
 
 base = load_4bit(checkpoint, device)  # BitsAndBytesConfig(load_in_4bit=True, nf4), as in training
-base.dequantize()  # the fix: the 4-bit values trained on, back in bfloat16 (the compute dtype)
-base.to(torch.float32)  # ... and merged in float32, where W + BA keeps the delta
+base.dequantize()  # the fix: float32 weights holding exactly the 4-bit values trained on
 model = PeftModel.from_pretrained(base, adapter)
 before = before_merge(model)  # each base weight as the 4-bit layer computes with it, each delta
 merged = model.merge_and_unload()  # a float32 merge: nothing re-quantized
