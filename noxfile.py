@@ -63,7 +63,10 @@ def install_group(session: nox.Session, group: str) -> None:
 
 def run_gallery(session: nox.Session, *case_names: str) -> None:
     install_group(session, "cases")
-    session.run("python", "-m", "shared.harness", "run", *case_names, *session.posargs)
+    # --no-venv: the environment is the user's and must hold the pinned set; a package a variant
+    # declares and it lacks is then an environment error (exit 2), not a skip.
+    complete = ["--complete-env"] if session.venv_backend == "none" else []
+    session.run("python", "-m", "shared.harness", "run", *case_names, *complete, *session.posargs)
 
 
 def _register_case_session(name: str) -> None:

@@ -133,11 +133,17 @@ def measure_inf(label: str, tensor: torch.Tensor) -> float:
 
 
 def measure_changed(
-    label: str, before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]
+    label: str,
+    before: dict[str, torch.Tensor],
+    after: dict[str, torch.Tensor],
+    unit: str = "tensors",
 ) -> float:
-    """Fraction of the named tensors whose values changed between two snapshots (0.0 .. 1.0)."""
+    """Fraction of the named tensors whose values changed between two snapshots (0.0 .. 1.0).
+
+    ``unit`` names what the entries are in the printed count ("weights" for single elements).
+    """
     if set(before) != set(after) or not before:
         raise AssertionError(f"{label}: the snapshots must name the same, non-empty tensors")
     changed = [name for name in before if not torch.equal(before[name], after[name])]
-    detail = f"{len(changed)} of {len(before)} tensors changed"
+    detail = f"{len(changed)} of {len(before)} {unit} changed"
     return _measure(label, "changed_fraction", len(changed) / len(before), detail)

@@ -224,3 +224,58 @@ def test_flagged_or_clean_needs_the_case_hazard_a_named_kind_does_not(tmp_path):
     (tmp_path / "unknown").mkdir()
     with pytest.raises(CaseError, match="or a hazard kind of shared/hazards.py"):
         load_case("demo", make_case(tmp_path / "unknown", toml))
+
+
+def test_every_package_a_variant_imports_beyond_the_stack_is_declared():
+    from shared.harness.catalog import EXTRA_PACKAGES, STACK_IMPORTS, imported_packages
+
+    by_import = {module: name for name, module in EXTRA_PACKAGES.items()}
+    undeclared = []
+    for case_name in case_names():
+        for variant in load_case(case_name).variants:
+            for module in sorted(imported_packages(variant.script) - set(STACK_IMPORTS)):
+                package = by_import.get(module, module)
+                if package not in variant.requires.packages:
+                    undeclared.append(f"{case_name}/{variant.name}: {package}")
+    assert not undeclared, f"imported, not in the variant's requires.packages: {undeclared}"
+    kahan = {v.name: v for v in load_case("bf16-pure-training").variants}["fixed_kahan"]
+    assert "torch-optimi" in kahan.requires.packages  # the one the test must find: it reads imports
+
+
+def test_a_variant_whose_extra_package_is_missing_is_skipped_naming_it():
+    from shared.harness.verdicts import Platform, skip_reason
+
+    kahan = {v.name: v for v in load_case("bf16-pure-training").variants}["fixed_kahan"]
+    without = Platform({"torch": "2.13.0", "transformers": "5.23.0", "torch-optimi": None})
+    assert skip_reason(kahan.requires, without) == (
+        "needs torch-optimi>=0.1, found none (optimi.AdamW(kahan_sum=True))"
+    )
+    # Not among the recorded versions: the installed one (the pinned set holds it).
+    assert skip_reason(kahan.requires, Platform({"torch": "2.13.0"})) is None
+
+
+def test_no_raise_site_is_the_gallery_s_own_code():
+    """`raised_in` proves a library refused: it never names a case's scripts or shared/."""
+    import re
+
+    for case_name in case_names():
+        case = load_case(case_name)
+        own = [f"{path.name}:<module>" for path in case.folder.glob("*.py")]
+        own += ["shared/checks.py:check_that", "shared/culprit.py:__torch_function__"]
+        for variant in case.variants:
+            for expectation in (variant.expectation, *(c.expectation for c in variant.conditions)):
+                if expectation.raised_in:
+                    named = [f for f in own if re.search(expectation.raised_in, f)]
+                    assert not named, f"{case_name}/{variant.name}: raised_in names {named}"
+
+
+def test_under_complete_env_a_declared_package_missing_is_exit_2_naming_it(monkeypatch, capsys):
+    """nox --no-venv runs the harness with --complete-env: the environment must hold the set."""
+    from shared.harness import cli
+
+    real = cli._version
+    monkeypatch.setattr(
+        cli, "_version", lambda name: None if name == "torch-optimi" else real(name)
+    )
+    assert cli.main(["run", "bf16-pure-training", "--complete-env"]) == cli.ExitCode.USAGE_ERROR
+    assert "torch-optimi (bf16-pure-training/fixed_kahan)" in capsys.readouterr().err

@@ -24,6 +24,6 @@ before = snapshot(model)
 train(model, optimizer)  # bfloat16 weights: half the memory of float32 ones
 
 after = snapshot(model)
-changed = measure_changed(f"weights changed by {STEPS} AdamW steps", before, after)
+changed = measure_changed(f"weights changed by {STEPS} AdamW steps", before, after, "weights")
 error = update_error(checkpoint, lr, before, after)  # against the same training in float32
 print(f"[evidence] updates vs float32 training: relative error {error:.3f}")

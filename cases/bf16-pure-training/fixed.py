@@ -24,7 +24,7 @@ before = snapshot(model)
 train(model, optimizer, autocast=torch.bfloat16)  # the fix: float32 master weights, bf16 matmuls
 
 after = snapshot(model)
-changed = measure_changed(f"weights changed by {STEPS} AdamW steps", before, after)
+changed = measure_changed(f"weights changed by {STEPS} AdamW steps", before, after, "weights")
 check_that("updates kept", changed >= 0.99, f"{changed:.1%} of the weights changed")
 error = update_error(checkpoint, lr, before, after)  # against the same training in float32
 check_that("updates vs float32 training", error <= 0.1, f"relative error {error:.3f}")

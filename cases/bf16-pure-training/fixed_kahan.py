@@ -25,7 +25,7 @@ before = snapshot(model)
 train(model, optimizer)  # bfloat16 weights: half the memory of float32 ones
 
 after = snapshot(model)
-changed = measure_changed(f"weights changed by {STEPS} AdamW steps", before, after)
+changed = measure_changed(f"weights changed by {STEPS} AdamW steps", before, after, "weights")
 check_that("updates kept", changed >= 0.95, f"{changed:.1%} of the weights changed")
 error = update_error(checkpoint, lr, before, after)  # against the same training in float32
 check_that("updates vs float32 training", error <= 0.25, f"relative error {error:.3f}")

@@ -25,7 +25,7 @@ with one_gloo_rank() as device:
     lora_dtype = trainable_dtype(model)
     reference = float32_reference(model)
 
-    # FSDP with bf16 mixed precision, set up as accelerate does for trl#1723's script
+    # FSDP with bf16 mixed precision, as accelerate sets it up for `mixed_precision: bf16`
     bf16 = MixedPrecisionPolicy(torch.bfloat16, torch.bfloat16, torch.bfloat16)  # the fix: FSDP2
     for layer in decoder_layers(model):  # one unit per decoder layer, LoRA inside, as before
         fully_shard(layer, mp_policy=bf16)

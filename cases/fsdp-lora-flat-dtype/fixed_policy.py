@@ -26,7 +26,7 @@ with one_gloo_rank() as device:
     lora_dtype = trainable_dtype(model)
     reference = float32_reference(model)
 
-    # FSDP with bf16 mixed precision, set up as accelerate does for trl#1723's script
+    # FSDP with bf16 mixed precision, as accelerate sets it up for `mixed_precision: bf16`
     policy = fsdp_auto_wrap_policy(model)  # the fix: each trainable LoRA leaf its own unit
     model = FSDP(model, auto_wrap_policy=policy, mixed_precision=bf16_mixed_precision(),
                  use_orig_params=True, device_id=device)  # fmt: skip

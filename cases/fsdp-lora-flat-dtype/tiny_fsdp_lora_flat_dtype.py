@@ -2,7 +2,8 @@
 
 Real classes, tiny and randomly initialised (seeded); nothing is downloaded:
 - ``LlamaForCausalLM`` (2 decoder layers, hidden 32, vocabulary 64) with LoRA r=4 on ``q_proj`` /
-  ``v_proj``, as the upstream reports configure it (trl#1723, axolotl#1494);
+  ``v_proj``, as the upstream reports configure it (direct-preference-optimization#90,
+  axolotl#1494);
 - one FSDP rank: a gloo process group of world size 1 on the CPU, set up in this process with
   the variables ``torchrun --nproc-per-node=1`` would set. FSDP validates and flattens the
   parameters when it wraps the model, before any kernel runs, so one CPU rank meets the same
@@ -49,6 +50,10 @@ def build_llama() -> LlamaForCausalLM:
         num_attention_heads=4,
         num_key_value_heads=4,
         max_position_embeddings=64,
+        # Training keeps no KV cache: the SFT recipes set model.config.use_cache = False (the
+        # Trainer's gradient checkpointing turns it off too). With it on, transformers < 4.44
+        # builds a DynamicCache (a dataclass) that FSDP2's input cast rebuilds empty per layer.
+        use_cache=False,
     )
     return LlamaForCausalLM(config).eval()  # eval: no dropout, the reference is comparable
 

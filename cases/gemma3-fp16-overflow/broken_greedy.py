@@ -4,7 +4,7 @@ import torch
 from tiny_gemma3_fp16_overflow import example_input_ids, next_token_logits, save_tiny_gemma3
 from transformers import Gemma3ForCausalLM
 
-from shared.checks import measure_error, measure_nan, pick_device
+from shared.checks import measure_nan, pick_device
 
 device = pick_device()
 checkpoint = save_tiny_gemma3()  # tiny random Gemma 3, saved in float32
@@ -30,9 +30,7 @@ with torch.no_grad():
 print("generated ids:", out.sequences[0, input_ids.shape[1] :].tolist())
 print(f"inf out of layer 0's post_feedforward_layernorm, per step: {norm_inf}")
 
-reference = Gemma3ForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float32).to(device)
 with torch.no_grad():
-    expected = next_token_logits(reference, input_ids)
     output = next_token_logits(model, input_ids)
-measure_error("next-token logits", output, expected)
+measure_nan("next-token logits", output)  # NaN, not an error against float32: no figure to give
 measure_nan("logits of the generated steps", torch.stack(out.logits))

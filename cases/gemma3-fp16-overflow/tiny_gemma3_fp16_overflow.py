@@ -52,6 +52,7 @@ def save_tiny_gemma3() -> Path:
     # Upstream quantifies the activations, not the weights: past 65504 (#36822, vLLM #17364,
     # unsloth's Gemma 3 notes), from post-norm weights PR #37226 calls "huge" (shown in a plot).
     # How far past is not given: the range spans from just past the limit to several times it.
+    # So the range is this tiny model's (what puts its activations there), not Gemma 3's weights.
     weight = knob("post_feedforward_layernorm weight", 6e4, (4e4, 1.5e5))
     with torch.no_grad():
         model.model.layers[0].post_feedforward_layernorm.weight.fill_(weight)

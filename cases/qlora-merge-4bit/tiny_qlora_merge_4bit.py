@@ -71,16 +71,26 @@ def save_trained_adapter(checkpoint: Path) -> Path:
 
 
 def load_4bit(checkpoint: Path, device: torch.device) -> LlamaForCausalLM:
-    """The checkpoint quantized to 4-bit NF4 at load, as QLoRA trains on it (compute float32)."""
+    """The checkpoint quantized to 4-bit NF4 at load, as QLoRA trains on it: peft#2321's config
+    (double quantization, bfloat16 compute and storage).
+
+    The storage dtype only types the packed bytes (for FSDP), not the values; bitsandbytes
+    0.46 refuses any but uint8 on the CPU ("Blockwise 4bit dequantization on CPU only supports
+    uint8 storage"), so the CPU keeps uint8.
+    """
     from transformers import BitsAndBytesConfig
 
     quantization = BitsAndBytesConfig(
-        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_compute_dtype=torch.bfloat16,
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_quant_storage=torch.bfloat16 if device.type == "cuda" else torch.uint8,
     )
     return LlamaForCausalLM.from_pretrained(
         checkpoint,
         quantization_config=quantization,
-        torch_dtype=torch.float32,
+        torch_dtype=torch.float32,  # what is not quantized, and what dequantize() gives back
         device_map={"": str(device)},
     )
 

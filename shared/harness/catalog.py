@@ -7,8 +7,10 @@ This module imports no torch: nox and the CLI use it before any heavy import.
 
 from __future__ import annotations
 
+import ast
 import datetime
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,14 @@ METADATA_FILE = "case.toml"
 
 # Packages whose versions an expectation or a requirement may depend on.
 VERSIONED_PACKAGES = ("torch", "transformers", "diffusers", "peft", "accelerate", "bitsandbytes")
+# What a stack brings along with those (their own dependencies): a case script may import these
+# without declaring them. By import name.
+STACK_IMPORTS = (*VERSIONED_PACKAGES, "numpy", "PIL", "packaging", "safetensors", "tokenizers",
+                 "huggingface_hub")  # fmt: skip
+# Any other package a variant imports is named in its `requires.packages` (a test reads the
+# scripts' imports), so that where it is missing the variant is SKIPPED naming it.
+# Distribution name -> import name.
+EXTRA_PACKAGES = {"torch-optimi": "optimi"}
 # error: raises the documented exception; symptom: runs clean, a measured figure is out of
 # range; warning: runs clean, the library issues the documented warning; pass: a fix, clean
 # and checked; absent: a broken variant on versions where the failure does not happen.
@@ -203,6 +213,30 @@ class Case:
     def hazard_looked_for(self, audit: str) -> str:
         """The hazard kind an audit value is about: the kind it names, else the case's own."""
         return audit if audit in HAZARDS else self.hazard
+
+
+def imported_packages(script: Path, seen: set[Path] | None = None) -> set[str]:
+    """The top-level packages a script imports (not the standard library's, not ``shared``),
+    followed through the sibling modules of its case folder that it imports."""
+    seen = set() if seen is None else seen
+    if script in seen:
+        return set()
+    seen.add(script)
+    found = set()
+    for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        for top in {name.split(".")[0] for name in names}:
+            sibling = script.parent / f"{top}.py"
+            if sibling.is_file():
+                found |= imported_packages(sibling, seen)
+            elif top not in sys.stdlib_module_names and top != "shared":
+                found.add(top)
+    return found
 
 
 def case_names(cases_dir: Path = CASES_DIR) -> list[str]:
@@ -434,12 +468,13 @@ def _parse_requirements(raw: dict, where: str) -> Requirements:
         table = raw.get(key, {})
         if not isinstance(table, dict):
             raise CaseError(f"{where}: {key} must be a table of name = 'specifier'")
-        unknown = sorted(set(table) - set(VERSIONED_PACKAGES))
+        unknown = sorted(set(table) - set(VERSIONED_PACKAGES) - set(EXTRA_PACKAGES))
         if unknown:
             raise CaseError(
                 f"{where}: {key} names unknown package(s) {unknown}; known: "
-                f"{', '.join(VERSIONED_PACKAGES)} (a new library: add it to VERSIONED_PACKAGES "
-                "in shared/harness/catalog.py, then the harness records and checks its version)"
+                f"{', '.join([*VERSIONED_PACKAGES, *EXTRA_PACKAGES])} (a new library: add it to "
+                "VERSIONED_PACKAGES in shared/harness/catalog.py, then the harness records and "
+                "checks its version; a package only some variants import: to EXTRA_PACKAGES)"
             )
         tables[key] = {name: _specifier(spec, where) for name, spec in table.items()}
     reason = raw.get("reason", "")

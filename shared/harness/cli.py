@@ -81,6 +81,13 @@ def _run_or_list(args: argparse.Namespace) -> ExitCode:
             print(f"gallery: error: no variant named {sorted(unknown)}", file=sys.stderr)
             return ExitCode.USAGE_ERROR
         cases = [case for case in cases if case.variants]
+    absent = sorted({f"{name} ({case.name}/{variant.name})" for case in cases
+                     for variant in case.variants for name in variant.requires.packages
+                     if args.complete_env and not _version(name)})  # fmt: skip
+    if absent:
+        print(f"gallery: error: --complete-env, but not installed for {sys.executable}: "
+              f"{', '.join(absent)}; {INSTALL_HINT}", file=sys.stderr)  # fmt: skip
+        return ExitCode.USAGE_ERROR
     if args.perturb:  # read by shared.tiny_models in every variant process (forked or spawned)
         os.environ[PERTURB_VARIABLE] = args.perturb
     return run(cases, args.jobs, args.report_dir, require_cuda=args.require_cuda)
@@ -227,6 +234,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
             command.add_argument(
                 "--require-cuda", action="store_true", help="refuse to run without a CUDA GPU"
             )
+            command.add_argument(
+                "--complete-env",
+                action="store_true",
+                help="a package a variant declares and this environment lacks is exit 2, not a "
+                "skip (nox --no-venv: the environment must hold the pinned set)",
+            )
     matrix.add_commands(commands.add_parser("matrix", help="the regression matrix's tables"))
     bisect.add_arguments(
         commands.add_parser("bisect", help="the first release where a verdict changes")
@@ -236,7 +249,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         commands.add_parser("explain", help="which documented case an error or symptom is")
     )
     readme.add_arguments(
-        commands.add_parser("readme", help="generate README.md's table of cases from case.toml")
+        commands.add_parser("readme", help="the READMEs' facts, from case.toml and the store")
     )
     benchmark.add_arguments(commands.add_parser("benchmark", help="time the gallery"))
     args = parser.parse_args(argv)

@@ -62,6 +62,15 @@ class Platform:
     def default_device(self) -> str:
         return "cuda" if self.cuda_devices else "cpu"
 
+    def version(self, name: str) -> str | None:
+        """A recorded version, else (a package only some variants import) the installed one."""
+        if name in self.versions:
+            return self.versions[name]
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
 
 def installed_version(package: str) -> str | None:
     try:
@@ -86,7 +95,7 @@ def skip_reason(requires: Requirements, platform: Platform, device: str = "") ->
         tables.append(("cpu_packages", " on the CPU"))
     for table, where in tables:
         for name, spec in getattr(requires, table).items():
-            unmet = unmet_version({name: spec}, platform.versions)
+            unmet = unmet_version({name: spec}, {name: platform.version(name)})
             if unmet:
                 return f"{unmet}{where}{why(f'{table}:{name}')}"
     return None
