@@ -166,7 +166,7 @@ def explain(session: nox.Session) -> None:
     """Which documented case an error, a traceback or a symptom is: nox -s explain -- "TEXT"."""
     if not session.posargs:
         session.error('usage: nox -s explain -- "RuntimeError: ..." (or -- --file traceback.txt)')
-    session.install("packaging>=24")  # the catalog and the matrix store: no torch needed
+    install_group(session, "explain")  # the catalog, the matrix store, retrieval: no torch
     session.run("python", "-m", "shared.harness", "explain", *session.posargs)
 
 
