@@ -112,7 +112,7 @@ STOPWORDS = frozenset({"a", "an", "and", "are", "as", "at", "be", "but", "by", "
                        "with", "i", "my", "me", "we", "you", "get", "got", "when", "what", "how",
                        "can", "any", "have", "has", "do", "does", "after", "before"})
 BOX = re.compile(r"[│╭╮╰╯─━┃┏┓┗┛❱╷╵▕▏]")
-PROMPT = re.compile(r"^\s*(?:\[rank\d+\]:|-+>|\d+\s*[│|]|!!! Exception during processing !!!|>+)\s*")
+PROMPT = re.compile(r"^\s*(?:\[rank\d+\]:|-+>\s*\d*|\d+\s*[│|]|!!! Exception during processing !!!|>+)\s*")
 MARKUP = re.compile(r"\*\*|__|`+")
 FRAMES = (
     re.compile(r'File "([^"]+)", line \d+, in (\S+)'),  # plain
@@ -433,9 +433,8 @@ ANCHORS = ("raise site", "names", "project")  # strongest first
 
 def anchored_to(case: str, text: str, frames: list[str], sig: Signature, catalog: Catalog) -> str:
     """What in the paste ties it to this case beyond a generic message ("" if nothing)."""
-    if sig.raised_in and not sig.raised_in.startswith("torch") and any(
-        re.search(sig.raised_in, f) for f in frames
-    ):
+    if sig.raised_in and any(raise_site_matches(sig.raised_in, f) for f in frames
+                             if not f.startswith("torch/")):  # torch's checks: every case's
         return "raise site"
     words = catalog.subjects[case]
     if words and words <= set(tokens(text)):
@@ -444,6 +443,17 @@ def anchored_to(case: str, text: str, frames: list[str], sig: Signature, catalog
     if project and project in text.lower():
         return "project " + project
     return ""
+
+
+def raise_site_matches(raised_in: str, frame: str) -> bool:
+    """The documented raise site, or its file and function in another layout of the same
+    package (diffusers < 0.26 kept the VAE in models/autoencoder_kl.py)."""
+    if re.search(raised_in, frame):
+        return True
+    package, _, rest = raised_in.partition("/")
+    tail = raised_in.rsplit("/", 1)[-1]
+    return bool(rest) and frame.startswith(package + "/") and bool(
+        re.search(tail, frame.rsplit("/", 1)[-1]))  # fmt: skip
 
 
 def anchor_strength(hit: Hit) -> int:
@@ -457,7 +467,7 @@ def find_hits(text: str, catalog: Catalog) -> list[Hit]:
     for sig in catalog.signatures:
         for line in lines:
             line_c = canonical(line)
-            if any(re.search(p, line_c, re.IGNORECASE) for p in sig.patterns):
+            if any(re.search(p.replace("`", ""), line_c, re.IGNORECASE) for p in sig.patterns):
                 how = "message"
             elif any(s and s in shape(line_c) for s in sig.shapes):
                 how = "shape"  # shape() keeps each side's dtype class and device
@@ -483,8 +493,10 @@ def answer(text: str, catalog: Catalog) -> list[Answer]:
         return _answers_from_hits(hits, text, query, catalog)
     families = [message_family(line) for line in error_lines(text, catalog)]
     for family, _ in families:
-        if family:
-            return [_family_answer(family, "its message", catalog, text)]
+        if family:  # no case documents this message: its family's cases would mislead
+            found = _family_answer(family, "its message", catalog, text)
+            found.candidates = []
+            return [found]
     return _symptom_answers(query, text, catalog, any(map(EXCEPTION.search, clean_lines(text))))
 
 
