@@ -89,6 +89,7 @@ def gallery(session: nox.Session) -> None:
     """Run every case, build the static site (.gallery/site); `-- --check` checks it in Chromium."""
     install_group(session, "cases")
     install_group(session, "site")
+    install_group(session, "explain")  # the search box's index (catalog_index)
     session.run("python", "-m", "shared.harness", "run", "--all")
     session.run("python", "-m", "shared.harness", "site", "build", *session.posargs)
 

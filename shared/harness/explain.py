@@ -510,7 +510,7 @@ def _answers_from_hits(hits: list[Hit], text: str, query: list[str],
         if not best.anchored:  # several cases document the same specific message: BM25 decides
             tied = [h for h in specific if not h.anchored and rank[h.how] == rank[best.how]]
             if len({h.case for h in tied}) > 1:
-                scores = bm25_scores({h.case: catalog.case_docs[h.case] for h in tied}, query)
+                scores = bm25_scores(catalog.case_docs, query)
                 best = max(tied, key=lambda h: (scores[h.case], -ord(h.case[0])))
         sureness = ("documented message" if best.how == "message" else
                     "same message, other dtypes or devices")  # fmt: skip
@@ -674,8 +674,23 @@ def describe_family(found: Answer) -> str:
     return "\n".join(lines)
 
 
+def bm25_table(docs: dict[str, list[str]]) -> dict:
+    """A BM25 index as the site reads it: each term's score in each document (bm25s's own)."""
+    key = tuple((name, tuple(doc)) for name, doc in sorted(docs.items()))
+    retriever = _bm25(key)
+    scores = retriever.scores
+    terms = {}
+    for term, column in retriever.vocab_dict.items():
+        if not term or column + 1 >= len(scores["indptr"]):
+            continue  # bm25s's empty placeholder term
+        start, end = scores["indptr"][column], scores["indptr"][column + 1]
+        terms[term] = [[int(d), float(v)] for d, v in
+                       zip(scores["indices"][start:end], scores["data"][start:end], strict=True)]
+    return {"names": [name for name, _ in key], "terms": terms}
+
+
 def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
-    """What the site's search box needs, as JSON: the signatures and each case's answer."""
+    """What the site's search box needs, as JSON: explain's data and constants, its indexes."""
     catalog = build_catalog(cases, matrix_dir)
     answers = {}
     for case in cases:
@@ -684,11 +699,24 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         answers[case.name] = {"title": case.title, "cause": case.cause, "fix": fixed,
                               "fix_line": fix, "family": case.family}  # fmt: skip
     return json.dumps({
-        "tiers": {"message": 100, "shape": 60, "phrase": 40, "raise_site": 10, "type": 5,
-                  "min_phrase": 6},
-        "signatures": [{**asdict(s), "kind": "error", "phrases": [*catalog.cases[s.case].phrases],
-                        "project": ""} for s in catalog.signatures],
+        "signatures": [asdict(s) for s in catalog.signatures],
         "cases": answers,
+        "families": {f: family_description(f) for f in sorted({*FAMILIES, *EXTRA_FAMILIES})},
+        "family_messages": FAMILY_MESSAGES,
+        "unordered": UNORDERED.pattern,
+        "synonyms": SYNONYMS,
+        "stopwords": sorted(STOPWORDS),
+        "dtype_class": DTYPE_CLASS,
+        "vocabulary": catalog.vocabulary,
+        "subjects": {k: sorted(v) for k, v in catalog.subjects.items()},
+        "projects": catalog.projects,
+        "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
+        "dtype_words": sorted(DTYPE_WORDS),
+        "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},
+        "case_bm25": bm25_table(catalog.case_docs),
+        "family_bm25": bm25_table(catalog.family_docs),
+        "limits": {"min_correctable": MIN_CORRECTABLE, "spelling_cutoff": SPELLING_CUTOFF,
+                   "symptom_min": SYMPTOM_MIN_SCORE, "family_min": FAMILY_MIN_SCORE},
     })  # fmt: skip
 
 
