@@ -339,7 +339,8 @@ FAMILY_HINTS = {
     "overflow": ("black image nan fp16 float16 inf nan latents loss nan output all nan",),
     "optimizer-numerics": ("bf16 weights do not change loss does not decrease adam updates",),
     "quantization": ("4bit 8bit bitsandbytes qlora merge quantized",),
-    "hardware": ("gpu compute capability v100 t4 not supported requires a gpu",),
+    "hardware": ("gpu compute capability v100 t4 2080 1080 support supported supports "
+                 "requires a gpu cuda available",),
     "device-placement": ("cpu cuda device moved gpu",),
     "dtype-mix": ("dtype mismatch float half",),
     "masks": ("attention mask padding",),
