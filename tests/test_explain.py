@@ -101,6 +101,11 @@ def test_a_generic_dtype_message_is_the_family_with_how_to_find_the_mechanism():
     assert run.returncode == 0 and "MismatchGuard(model)" in run.stdout
 
 
+def test_a_lost_space_does_not_hide_a_message():
+    found = first("error: Expected scalar typeHalf but found Float\nwith SDXL, sporadically")
+    assert (found.kind, found.name) == ("family", "dtype-mix"), found
+
+
 def test_the_cuda_wording_is_the_cpu_one():
     assert shape("expected mat1 and mat2 to have the same dtype, but got: c10::Half != float") == \
         shape("mat1 and mat2 must have the same dtype, but got Half and Float")

@@ -135,6 +135,7 @@ DTYPE_CLASS = (
 _DTYPE = re.compile("|".join(rf"(?P<c{i}>\b{p}\b)" for i, (p, _) in enumerate(DTYPE_CLASS)),
                     re.IGNORECASE)  # fmt: skip
 _DEVICE = re.compile(r"torch\.cuda\.\w+tensor|\bcuda(?::\d+)?\b", re.IGNORECASE)
+CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z][a-z])")  # where a space goes in T5Model, typeHalf
 EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\s?:")  # a pasted exception line
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 _WORD = re.compile(r"[a-z][a-z0-9_]*|<pad>|\d+[a-z]+", re.IGNORECASE)
@@ -253,7 +254,7 @@ def _unanchored(pattern: str) -> str:
 def tokens(text: str) -> list[str]:
     """Lowercase words, "Gemma 3" joined to "gemma3", each with its synonyms' group words."""
     text = re.sub(r"\b([A-Za-z]{3,}) (\d)\b(?![.\d])", r"\1\2", text)
-    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z][a-z])", " ", text)  # T5Model: T5 Model
+    text = CAMEL.sub(" ", text)  # T5Model: T5 Model
     words = [w.lower() for w in _WORD.findall(text)]
     words = [w for w in words if w not in STOPWORDS]
     out = []
@@ -423,9 +424,9 @@ def error_lines(text: str, catalog: Catalog) -> list[str]:
     out = []
     for line in lines:
         out.append(line)
-        corrected = correct_spelling(line, catalog.vocabulary)
-        if corrected != line:
-            out.append(corrected)
+        spaced = CAMEL.sub(" ", line)  # "scalar typeHalf": a space lost
+        corrected = correct_spelling(spaced, catalog.vocabulary)
+        out += [variant for variant in dict.fromkeys((spaced, corrected)) if variant != line]
     return out
 
 

@@ -22,6 +22,7 @@
     const DTYPE = new RegExp(index.dtype_class.map(([p], i) => `(?<c${i}>\\b${p}\\b)`).join("|"), "gi");
     const NUMBER = /\b\d+(?:\.\d+)?\b/g;
     const WORD = /[a-z][a-z0-9_]*|<pad>|\d+[a-z]+/gi;
+    const CAMEL = /(?<=[a-z0-9])(?=[A-Z][a-z])/g;
     const EXCEPTION = /\b[A-Z]\w*(?:Error|Exception)\s?:/;
     const CLASSES = /\b(?:CUDA)?(?:LOW|F32|F64)T?\b/g;
     const UNORDERED = new RegExp(index.unordered, "i");
@@ -70,7 +71,7 @@
 
     function tokens(text) {
       text = text.replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
-        .replace(/(?<=[a-z0-9])(?=[A-Z][a-z])/g, " ");
+        .replace(CAMEL, " ");
       const words = (text.match(WORD) || []).map((w) => w.toLowerCase())
         .filter((w) => !STOPWORDS.has(w));
       const out = [];
@@ -124,8 +125,11 @@
       const out = [];
       for (const line of cleanLines(text)) {
         out.push(line);
-        const corrected = correctSpelling(line);
-        if (corrected !== line) out.push(corrected);
+        const spaced = line.replace(CAMEL, " ");  // "scalar typeHalf": a space lost
+        const corrected = correctSpelling(spaced);
+        for (const variant of new Set([spaced, corrected])) {
+          if (variant !== line) out.push(variant);
+        }
       }
       return out;
     }
