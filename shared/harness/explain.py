@@ -275,13 +275,25 @@ def stems(words: list[str]) -> set[str]:
     return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words}
 
 
-def subject(case: Case) -> set[str]:
-    """What the title names before its colon, libraries and dtypes left out: SDXL, T5, gemma3."""
-    head = case.title.split(":", 1)[0]
-    named = re.sub(r"\b([A-Za-z]{3,}) (\d)\b", r"\1\2", head)
-    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", named)}
-    words = {re.sub(r"(?<=[a-z])1$", "", w) for w in words}  # FSDP1: fsdp
-    return {w for w in words - NOT_SUBJECT if len(w) > 1}
+def subject(case: Case) -> list[list[str]]:
+    """What the title names before its colon (libraries and dtypes left out), each name as the
+    spellings that stand for it: SDXL; T5; gemma3; CogAgent-VQA: cogagent or vqa."""
+    head = re.sub(r"\b([A-Za-z]{3,}) (\d)\b", r"\1\2", case.title.split(":", 1)[0])
+    names = []
+    for compound in re.split(r"[\s/+]+", head):
+        parts = {re.sub(r"(?<=[a-z])1$", "", w.lower())  # FSDP1: fsdp
+                 for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", compound)}  # fmt: skip
+        parts = sorted(w for w in parts - NOT_SUBJECT if len(w) > 1)
+        if len(parts) > 1:  # InternLM-XComposer2-VL: "vl" alone names many models
+            parts = [w for w in parts if len(w) > 2] or parts
+        if parts and parts not in names:
+            names.append(parts)
+    return names
+
+
+def names_subject(names: list[list[str]], words: set[str]) -> bool:
+    """Every name of the subject is in the words, in one of its spellings."""
+    return all(set(spellings) & words for spellings in names)
 
 
 def application_project(case: Case) -> str:
@@ -303,7 +315,7 @@ class Catalog:
     vocabulary: list[str]  # the documented messages' words, for spelling correction
     case_docs: dict[str, list[str]]
     family_docs: dict[str, list[str]]
-    subjects: dict[str, set[str]]
+    subjects: dict[str, list[list[str]]]
     projects: dict[str, str]  # the application project's name ("" for a library's)
     phrase_words: dict[str, set[str]]  # the symptom phrases' words, dtypes left out
 
@@ -438,9 +450,9 @@ def anchored_to(case: str, text: str, frames: list[str], sig: Signature, catalog
     if sig.raised_in and any(raise_site_matches(sig.raised_in, f) for f in frames
                              if not f.startswith("torch/")):  # torch's checks: every case's
         return "raise site"
-    words = catalog.subjects[case]
-    if words and words <= set(tokens(text)):
-        return "names " + ", ".join(sorted(words))
+    names = catalog.subjects[case]
+    if names and names_subject(names, set(tokens(text))):
+        return "names " + ", ".join(spellings[0] for spellings in names)
     project = catalog.projects[case]
     if project and project in text.lower():
         return "project " + project
@@ -543,7 +555,7 @@ def _symptom_answers(query: list[str], text: str, catalog: Catalog,
     for name in [] if unknown_error else ranked[:3]:
         if scores[name] < SYMPTOM_MIN_SCORE:
             break
-        if catalog.subjects[name] and not catalog.subjects[name] <= present:
+        if catalog.subjects[name] and not names_subject(catalog.subjects[name], present):
             continue  # another model's symptom
         if not catalog.phrase_words[name] & stems(query):
             continue  # only the words of error messages or of the README: no symptom of it
@@ -710,7 +722,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "stopwords": sorted(STOPWORDS),
         "dtype_class": DTYPE_CLASS,
         "vocabulary": catalog.vocabulary,
-        "subjects": {k: sorted(v) for k, v in catalog.subjects.items()},
+        "subjects": catalog.subjects,
         "projects": catalog.projects,
         "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
         "dtype_words": sorted(DTYPE_WORDS),

@@ -159,14 +159,15 @@
         new RegExp(tail).test(frame.split("/").pop());
     }
 
-    const subsetOf = (words, set) => words.every((w) => set.has(w));
+    const namesSubject = (names, words) =>
+      names.every((spellings) => spellings.some((w) => words.has(w)));
 
     function anchoredTo(sig, text, frames) {
       if (sig.raised_in && frames.some((f) => !f.startsWith("torch/") &&
           raiseSiteMatches(sig.raised_in, f))) return "raise site";
-      const words = index.subjects[sig.case];
-      if (words.length && subsetOf(words, new Set(tokens(text)))) {
-        return "names " + words.join(", ");
+      const names = index.subjects[sig.case];
+      if (names.length && namesSubject(names, new Set(tokens(text)))) {
+        return "names " + names.map((spellings) => spellings[0]).join(", ");
       }
       const project = index.projects[sig.case];
       if (project && text.toLowerCase().includes(project)) return "project " + project;
@@ -258,7 +259,7 @@
       const queryStems = stems(query);
       for (const name of unknownError ? [] : ranked.slice(0, 3)) {
         if (scores[name] < LIMITS.symptom_min) break;
-        if (index.subjects[name].length && !subsetOf(index.subjects[name], present)) continue;
+        if (index.subjects[name].length && !namesSubject(index.subjects[name], present)) continue;
         if (!index.phrase_words[name].some((w) => queryStems.has(w))) continue;
         const said = new Set((text.match(WORD) || []).map((w) => w.toLowerCase()));
         const words = index.case_docs[name].filter((w) => said.has(w)).slice(0, 6);
