@@ -607,7 +607,7 @@ def first_statement(lines: list[str]) -> str:
 def versions_of(case: str, variant: str, matrix_dir: Path = MATRIX_DIR) -> str:
     rows = [row for row in all_rows(matrix_dir) if (row.case, row.variant) == (case, variant)]
     for flip in flips(rows, stored_bisections(matrix_dir)):
-        return flip_text(flip).split(";")[0]
+        return flip_text(flip).split(";")[0].split(" [")[0]  # the first clause
     if any(row.verdict == REPRODUCED for row in rows):
         return "reproduced on every stored stack that ran it"
     return "not in the stored matrix yet"
