@@ -92,6 +92,7 @@ def gallery(session: nox.Session) -> None:
     """Run every case, build the static site (.gallery/site); `-- --check` checks it in Chromium."""
     install_group(session, "cases")
     install_group(session, "site")
+    install_group(session, "explain")  # the search box's index (catalog_index)
     session.run("python", "-m", "shared.harness", "run", "--all")
     session.run("python", "-m", "shared.harness", "site", "build", *session.posargs)
 
@@ -169,7 +170,7 @@ def explain(session: nox.Session) -> None:
     """Which documented case an error, a traceback or a symptom is: nox -s explain -- "TEXT"."""
     if not session.posargs:
         session.error('usage: nox -s explain -- "RuntimeError: ..." (or -- --file traceback.txt)')
-    session.install("packaging>=24")  # the catalog and the matrix store: no torch needed
+    install_group(session, "explain")  # the catalog, the matrix store, retrieval: no torch
     session.run("python", "-m", "shared.harness", "explain", *session.posargs)
 
 

@@ -318,28 +318,66 @@ def test_browser_check_fails_on_broken_links_errors_and_outside_requests(
     assert not [line for line in failures if "links.html" not in line and "noisy" not in line]
 
 
-SEARCHES = [
-    MESSAGE,
-    f'Traceback (most recent call last):\n  File "/x/site-packages/torch/nn/functional.py", '
-    f"line 5373, in multi_head_attention_forward\n    q = 1\nRuntimeError: {MESSAGE}",
-    "RuntimeError: Input type (c10::BFloat16) and bias type (float) should be the same",
-    "my SDXL pipeline gives a black image",
-    "unscale FP16 gradients",
-    "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
-]
+def search_texts() -> list[str]:
+    """Every text of explain's corpus and real-text folders, and a few small ones."""
+    import tomllib
+
+    folder = ROOT / "tests" / "explain_texts"
+    texts = [r["text"] for r in tomllib.loads((folder / "reports.toml").read_text())["report"]]
+    for sub in ("upstream", "held_out", "near_miss"):
+        texts += [p.read_text().partition("\n")[2] for p in sorted((folder / sub).glob("*.txt"))]
+    return texts + [
+        MESSAGE,
+        "RuntimeError: Input type (c10::BFloat16) and bias type (float) should be the same",
+        "my SDXL pipeline gives a black image",
+        "ValueError : Attemting to unscale fp16 Gradients",
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+    ]
 
 
-def test_the_index_search_finds_the_cases_explain_finds(browser, tmp_path):
-    """The same texts through the site's search box and through `explain`: the same cases, in
-    the same order (the box runs explain's rules over the catalog exported at build time)."""
+def first_answers(texts: list[str]) -> list[list[str]]:
+    from shared.harness.explain import explain
+
+    return [[found.kind, found.name] for found in (explain(text)[0] for text in texts)]
+
+
+def test_the_search_script_answers_as_explain_on_every_text():
+    """search.js run by node over the exported index: the same first answer as `explain` for
+    every corpus text (the browser test below does the same through the page)."""
+    import json
+    import subprocess
+
+    from shared.harness.explain import catalog_index
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: apt-get install -y nodejs")
+    script = ROOT / "shared" / "harness" / "site" / "templates" / "search.js"
+    texts = search_texts()
+    index = json.loads(catalog_index([load_case(name) for name in case_names()]))
+    run = subprocess.run(
+        [node, "-e", "const {makeExplain} = require(process.argv[1]);"
+         "const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+         "const explain = makeExplain(input.index);"
+         "process.stdout.write(JSON.stringify(input.texts.map(t => {"
+         "const a = explain(t); return [a.kind, a.name]; })));", str(script)],
+        input=json.dumps({"index": index, "texts": texts}), capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    assert json.loads(run.stdout) == first_answers(texts)
+
+
+def test_the_index_search_gives_explains_first_answer(browser, tmp_path):
+    """Every corpus text through the site's search box and through `explain`: the same first
+    answer (case, family or none)."""
     from playwright.sync_api import sync_playwright
 
-    from shared.harness.explain import explain
     from shared.harness.paths import CASES_DIR, MATRIX_DIR
 
-    cases = [load_case(name) for name in case_names()]
     out = tmp_path / "site"
     build(out, tmp_path / "no-runs", MATRIX_DIR, tmp_path / "no-cuda", CASES_DIR)
+    texts = search_texts()
+    expected = first_answers(texts)
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
             executable_path=site_check.CHROMIUM, args=site_check.CHROMIUM_ARGS
@@ -348,13 +386,15 @@ def test_the_index_search_finds_the_cases_explain_finds(browser, tmp_path):
         errors = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto((out / "index.html").as_uri())
-        for text in SEARCHES:
+        for text, (kind, name) in zip(texts, expected, strict=True):
             page.fill("#explain-text", text)
             page.click("#explain-form button")
             shown = page.eval_on_selector_all(
-                "#explain-results li", "items => items.map(item => item.dataset.case)"
+                "#explain-results li", "items => items.map(i => [i.dataset.kind, i.dataset.name])"
             )
-            assert shown == [match.case for match in explain(text, cases)], text
-            assert shown or "no documented case" in page.inner_text("#explain-status")
+            if kind == "none":
+                assert shown == [] and "no documented case" in page.inner_text("#explain-status")
+            else:
+                assert shown == [[kind, name]], text
         chromium.close()
     assert errors == []

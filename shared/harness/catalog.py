@@ -67,7 +67,7 @@ FAMILIES = {
     "optimizer-numerics": "optimizer updates lost or distorted by the parameters' dtype",
 }
 # The keys each table of a case.toml takes (cases/README.md documents each; a test checks).
-CASE_KEYS = ("title", "summary", "cause", "phrases", "project", "issue", "family", "hazard",
+CASE_KEYS = ("title", "summary", "cause", "fix", "phrases", "project", "issue", "family", "hazard",
              "era", "era_start", "requires", "variant")  # fmt: skip
 VARIANT_KEYS = ("name", "script", "timeout", "launcher", "ranks", "requires", "when", "fixes",
                 "audit", *EXPECTATION_KEYS)  # fmt: skip
@@ -209,6 +209,7 @@ class Case:
     era: str
     era_start: datetime.date  # the first date the dated sweep runs the case on
     variants: tuple[Variant, ...]
+    fix: str = ""  # the fix in one statement, where the broken/fixed diff cannot say it (explain)
 
     def hazard_looked_for(self, audit: str) -> str:
         """The hazard kind an audit value is about: the kind it names, else the case's own."""
@@ -326,6 +327,7 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
         era=data.get("era", ""),
         era_start=era_start,
         variants=variants,
+        fix=_optional_str(data, "fix", where),
     )
 
 

@@ -1,118 +1,220 @@
-"""From a symptom to its case: which documented failures an error, a traceback or a phrase is.
+"""From a user's words to the documented failure: an error, a traceback, an issue title or a sentence.
 
     python -m shared.harness explain "RuntimeError: mat1 and mat2 must have the same dtype ..."
     python -m shared.harness explain --file traceback.txt      (or - for standard input)
+    python -m shared.harness explain --json "my SDXL images come out black"
     nox -s explain -- "black image"
 
-Matches the text against every failure the cases document — the message patterns of each
-variant's `case.toml` expectation and its `when` entries (so the per-version and CUDA wordings
-too), the messages the matrix actually saw, the cases' symptom `phrases` — and ranks them:
+What it reads (all from each case.toml and README, so a new case is found without code changes):
+each variant's documented messages (and their `when` wordings per version and device), raise
+sites, the cause, title, phrases, declared `fix` and the README.
 
-- the message matches a documented pattern exactly (``MESSAGE``);
-- the message has the same shape once dtype, device and number words are masked (``SHAPE``): a
-  held-out wording of the same failure, e.g. another dtype pair;
-- the text is a symptom phrase of a case, or a piece of a documented message (``PHRASE``);
-- a traceback's frames include the documented raise site, its type is the documented one, the
-  text names the case's application project (MiniCPM-V, CogVLM, ...: not a library every
-  traceback passes through) — each adds to the rank.
+1. **Errors anywhere in the paste**: every line (rich's boxes, IPython's ``---->``, Jupyter's
+   cells, ComfyUI's ``!!! Exception during processing !!!``, markdown quotes and backticks
+   stripped) is matched against every documented message, after a spelling correction of words
+   against the messages' vocabulary (rapidfuzz); CUDA wordings are rewritten to the CPU ones.
+   A message with another dtype or device pair matches by *shape*, which keeps each side's dtype
+   class and device: the reverse mismatch is another failure.
+2. **Generic messages** (torch's own dtype or device checks, a NaN cast: the message names the
+   clash, never its cause) name a case only with an anchor: the case's subject (SDXL, T5, Gemma
+   3, a named project) in the text, or its raise site outside torch in the frames. Without one
+   the answer is the family, its candidates, and how to find the mechanism on one's own model.
+3. **Symptoms**: BM25 (bm25s) over each case's words with the synonyms users write; a case
+   whose title names a subject must have it in the text, else the family (BM25 over families).
+4. Nothing fits: "no documented case" (exit 1).
 
-Cases that document the very same message rank equally on a bare error line: the answer then
-says they are tied, and that a traceback's frames would tell them apart.
-
-Exit 0 with matches, 1 with none (the closest cases are named), 2 on bad input. The site's search
-box runs the same rules over the same data (``catalog_index``), exported at build time.
+The site's search box runs the same steps over the same data (``catalog_index``).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
 import sys
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 
-from shared.harness.catalog import FAILURES, Case, case_names, load_case
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from shared.harness.catalog import FAILURES, FAMILIES, Case, case_names, load_case
 from shared.harness.matrix import all_rows, flip_text, flips, stored_bisections
 from shared.harness.paths import MATRIX_DIR
 from shared.harness.report import REPRODUCED
 
-MESSAGE, SHAPE, PHRASE = 100, 60, 40  # the tiers of a match
-RAISE_SITE_BONUS, PROJECT_BONUS, TYPE_BONUS = 10, 8, 5
-# Owners of the libraries themselves: a traceback passes through them whatever the case.
-LIBRARY_OWNERS = ("huggingface", "pytorch")
-MIN_PHRASE_CHARACTERS = 6  # a shorter query is no phrase (it would be part of everything)
-CLOSEST = 3
+# Families a case may not exist for yet: their answers are given all the same.
+EXTRA_FAMILIES = {
+    "hardware": "a precision the device (or the installed torch build) cannot run",
+    "meta-tensors": "parameters still on the meta device (never loaded) moved or copied",
+}
 
-# Words that name a dtype or a device: masked so that another pair of them matches the shape.
-_DTYPE_WORDS = re.compile(
-    r"(?:struct\s+)?(?:c10::)?(?:complex)?(?:b?float(?:16|32|64)?|half|double|bfloat16|"
-    r"fp16|bf16|fp32|int(?:8|16|32|64)?|long|bool|byte)\b|"
-    r"torch\.(?:cuda\.)?\w+tensor|\b(?:cuda|cpu|meta|mps|xpu)(?::\d+)?\b",
-    re.IGNORECASE,
+# Messages of each family as torch and the libraries word them, whatever the case. `generic`:
+# the message names the clash, not its cause (a case needs an anchor to be named).
+FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
+    ("dtype-mix", r"mat1 and mat2 must have the same dtype", True),
+    ("dtype-mix", r"expected (?:mat1|m1) and (?:mat2|m2) to have the same dtype", True),
+    ("dtype-mix", r"expected scalar type \w+ but found \w+", True),
+    ("dtype-mix", r"found dtype \w+ but expected \w+", True),
+    ("dtype-mix", r"input type \((?:c10::|struct c10::)?\w+\) and (?:weight|bias) type", True),
+    ("dtype-mix", r"index put requires the source and destination dtypes match", True),
+    ("dtype-mix", r"expected query, key,? and value to have the same dtype", True),
+    ("device-placement", r"input type \(torch\.(?:cuda\.)?\w+\) and weight type \(torch\.", True),
+    ("device-placement", r"expected all tensors to be on the same device", True),
+    ("device-placement", r"cannot generate a \w+ tensor from a generator of type", False),
+    ("device-placement", r"expected a '\w+' device type for generator", False),
+    ("overflow", r"invalid value encountered in cast", True),
+    ("overflow", r"probability tensor contains either", True),
+    ("unsupported-dtype", r"not implemented for '(?:half|bfloat16|complexhalf)'", False),
+    ("unsupported-dtype", r"unsupported dtype (?:half|bfloat16)", True),
+    ("hardware", r"bfloat16 is only supported on gpus with compute capability", False),
+    ("hardware", r"bf16 is only supported on a100", False),
+    ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
+    ("gradient-scaling", r"attempting to unscale fp16 gradients", False),
+    ("distributed", r"must flatten tensors with uniform dtype", False),
+    ("distributed", r"fsdp expects uniform original parameter dtype", False),
+    ("offload", r"you can't move a model that has some modules offloaded", False),
+    ("meta-tensors", r"cannot copy out of meta tensor", True),
+    ("quantization", r"\.to`? is not supported for `?4-bit`? or `?8-bit", False),
+    ("quantization", r"cannot merge lora layers when the model is loaded in 8-bit", False),
 )
-_NUMBER = re.compile(r"\b\d+(?:\.\d+)?(?:e[+-]?\d+)?\b", re.IGNORECASE)
-_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)')
-_FINAL_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt)): ?(.*)$")
+# Messages that keep no direction: the order of the two dtypes is the order met, not a role.
+UNORDERED = re.compile(r"uniform (?:original parameter )?dtype", re.IGNORECASE)
+
+# What users write for the words the cases use (each group's words are added for any of them).
+SYNONYMS = (
+    ("black", "blank", "nan", "empty", "dark"),
+    ("image", "images", "picture", "output", "result", "video"),
+    ("sdxl", "xl", "stable diffusion", "sd"),
+    ("fp16", "float16", "half", "f16", "16b"),
+    ("bf16", "bfloat16"),
+    ("fp32", "float32"),
+    ("nan", "inf", "overflow", "overflowing"),
+    ("change", "updating", "updates", "modified", "decrease", "decreases", "learn"),
+    ("merge", "merged", "merges", "merging", "merge_and_unload"),
+    ("effect", "diff", "different", "degenerated", "behaves"),
+    ("pad", "padding", "<pad>"),
+    ("lora", "adapter", "adapters"),
+    ("loss", "losses"),
+)
+# Words a title names that are no subject: libraries, dtypes, devices, glue.
+NOT_SUBJECT = {"torch", "transformers", "diffusers", "peft", "accelerate", "bitsandbytes", "pytorch",
+               "cpu", "cuda", "gpu", "pure", "the", "on", "a", "an", "in", "with", "of", "to",
+               "and", "or", "its", "fp16", "bf16", "float16", "bfloat16", "float32", "half",
+               "model", "models", "training", "multi", "single"}  # fmt: skip
+
+# bm25s's English stopwords and the pronouns and verbs every report has.
+STOPWORDS = frozenset({"a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in",
+                       "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the",
+                       "their", "then", "there", "these", "they", "this", "to", "was", "will",
+                       "with", "i", "my", "me", "we", "you", "get", "got", "when", "what", "how",
+                       "can", "any", "have", "has", "do", "does", "after", "before"})
+BOX = re.compile(r"[│╭╮╰╯─━┃┏┓┗┛❱╷╵▕▏]")
+PROMPT = re.compile(r"^\s*(?:\[rank\d+\]:|-+>\s*\d*|\d+\s*[│|]|!!! Exception during processing !!!|>+)\s*")
+MARKUP = re.compile(r"\*\*|__|`+")
+FRAMES = (
+    re.compile(r'File "([^"]+)", line \d+, in (\S+)'),  # plain
+    re.compile(r"([\w./\\:~-]+\.py):\d+ in (\w+)"),  # rich
+    re.compile(r"File ([\w./\\:~-]+\.py):\d+, in (\w+)"),  # IPython 8
+    re.compile(r"([\w./\\:~-]+\.py) in (\w+)\("),  # IPython 7, Colab
+)
+CUDA_MATMUL = re.compile(
+    r"expected (?:mat1|m1) and (?:mat2|m2) to have the same dtype, but got:\s*"
+    r"(?:struct )?(?:c10::)?(\w+)\s*!=\s*(?:struct )?(?:c10::)?(\w+)", re.IGNORECASE)  # fmt: skip
+# dtype words and their class: which side is half, float32, float64 survives the masking.
+DTYPE_CLASS = (
+    (r"(?:torch\.)?(?:cuda\.)?(?:half|bfloat16)tensor", "LOWT"),
+    (r"(?:torch\.)?(?:cuda\.)?floattensor", "F32T"),
+    (r"(?:torch\.)?(?:cuda\.)?doubletensor", "F64T"),
+    (r"(?:struct )?(?:c10::)?(?:complexhalf|half|bfloat16|float16|fp16|bf16|bloat16)", "LOW"),
+    (r"(?:c10::)?(?:float|float32|fp32)", "F32"),
+    (r"(?:c10::)?(?:double|float64)", "F64"),
+)
+_DTYPE = re.compile("|".join(rf"(?P<c{i}>\b{p}\b)" for i, (p, _) in enumerate(DTYPE_CLASS)),
+                    re.IGNORECASE)  # fmt: skip
+_DEVICE = re.compile(r"torch\.cuda\.\w+tensor|\bcuda(?::\d+)?\b", re.IGNORECASE)
+CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z][a-z])")  # where a space goes in T5Model, typeHalf
+EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\s?:")  # a pasted exception line
+_NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
+_WORD = re.compile(r"[a-z][a-z0-9_]*|<pad>|\d+[a-z]+", re.IGNORECASE)
+MIN_CORRECTABLE, SPELLING_CUTOFF = 5, 85  # a shorter word is too easily another one
+SYMPTOM_MIN_SCORE, FAMILY_MIN_SCORE = 2.0, 2.0  # BM25 scores below which nothing fits
+GUARD_LINES = {
+    "nan": ("from shared.culprit import NonFiniteGuard   # the gallery's shared/culprit.py",
+            "with NonFiniteGuard(model) as guard: loss = step(batch)   # your forward",
+            "print(guard.first.describe() if guard.first else 'no inf/NaN produced')"),
+    "mix": ("from shared.culprit import MismatchGuard   # the gallery's shared/culprit.py",
+            "with MismatchGuard(model) as guard: loss = step(batch)   # your forward",
+            "print(guard.first.describe() if guard.first else 'no dtype/device mismatch')"),
+}  # fmt: skip
+
+
+def clean_lines(text: str) -> list[str]:
+    """The paste's lines without traceback decorations and markdown around them."""
+    lines = []
+    for raw in text.splitlines():
+        line = MARKUP.sub("", PROMPT.sub("", BOX.sub(" ", raw)))
+        line = " ".join(line.split())
+        if line:
+            lines.append(line)
+    return lines
+
+
+def frames_of(text: str) -> list[str]:
+    """Frames as "path:function", the path from the package down (site-packages cut)."""
+    found = []
+    for pattern in FRAMES:
+        for path, function in pattern.findall(BOX.sub(" ", text)):
+            path = path.replace("\\", "/")
+            for marker in ("site-packages/", "dist-packages/"):
+                path = path.split(marker, 1)[-1]
+            found.append(f"{path}:{function}")
+    return found
+
+
+def canonical(line: str) -> str:
+    """A message with CUDA's matmul wording rewritten to the CPU's."""
+    return CUDA_MATMUL.sub(lambda m: f"mat1 and mat2 must have the same dtype, but got "
+                           f"{m.group(1)} and {m.group(2)}", line)  # fmt: skip
 
 
 def shape(message: str) -> str:
-    """A message with dtype, device and number words masked, case and spacing folded."""
-    masked = _NUMBER.sub("#", _DTYPE_WORDS.sub("~", message.lower()))
-    return " ".join(masked.split())
+    """Dtypes by class (low / float32 / float64) and devices kept, numbers masked, lowercase."""
+    def cls(match: re.Match) -> str:
+        name = next(DTYPE_CLASS[int(k[1:])][1] for k, v in match.groupdict().items() if v)
+        return ("CUDA" if "cuda" in match.group(0).lower() else "") + name
+
+    text = _NUMBER.sub("#", _DTYPE.sub(cls, canonical(message)))
+    text = re.sub(r"\bcuda:#", "cuda", text, flags=re.IGNORECASE)
+    if UNORDERED.search(text):  # order is not a direction: sort the classes
+        classes = sorted(re.findall(r"\b(?:CUDA)?(?:LOW|F32|F64)T?\b", text))
+        text = re.sub(r"\b(?:CUDA)?(?:LOW|F32|F64)T?\b", lambda _: classes.pop(0), text)
+    return " ".join(text.lower().split())
 
 
 def literal(pattern: str) -> str:
     """A documented regex as the plain text it matches (optional groups dropped)."""
-    text = re.sub(r"\((?:[^()\\]|\\.)*\)\?", "", pattern)  # (struct )? and the like
-    text = re.sub(r"\(\\d\+\)|\\d\+|\\\d", "1", text)  # numbers and their backreferences
+    text = re.sub(r"\((?:[^()\\]|\\.)*\)\?", "", pattern)
+    text = re.sub(r"\(\\d\+\)|\\d\+|\\\d", "1", text)
+    text = re.sub(r"\((\w+)\|[^()]*\)", r"\1", text)  # (bfloat16|float32): the first
     text = text.removeprefix("^").removesuffix("$")
     return re.sub(r"\\(.)", r"\1", text)
 
 
 @dataclass
 class Signature:
-    """One documented failure: a variant's expectation on some versions or a device."""
+    """One documented failure: a variant's expectation, base or on some versions or a device."""
 
     case: str
     variant: str
-    kind: str  # error / warning / symptom
     where: str  # "" for the base expectation, else the `when` entry's versions or device
-    error: str  # the exception type or warning category
+    error: str
     patterns: list[str]
-    shapes: list[str]  # of the patterns' texts and of the messages the matrix saw
+    shapes: list[str]
     raised_in: str
-    phrases: list[str] = field(default_factory=list)
-    project: str = ""  # the application's repository name, lowercase ("" for a library's)
-
-
-@dataclass
-class Query:
-    text: str
-    error: str  # the final exception's type, when the text names one
-    message: str
-    frames: list[str]  # "path:function", as the harness records frames
-
-
-def parse(text: str) -> Query:
-    """The final exception of a traceback (or an error line, or a phrase) and its frames."""
-    frames = [
-        f"{_site_packages_relative(path)}:{function}" for path, function in _FRAME.findall(text)
-    ]
-    error, message = "", text.strip()
-    for line in reversed([line.strip() for line in text.strip().splitlines()]):
-        found = _FINAL_LINE.match(line)
-        if found:
-            error, message = found.group(1).rsplit(".", 1)[-1], found.group(2)
-            break
-    return Query(text=text.strip(), error=error, message=message, frames=frames)
-
-
-def _site_packages_relative(path: str) -> str:
-    for marker in ("site-packages/", "dist-packages/"):
-        if marker in path:
-            return path.split(marker, 1)[1]
-    return path
+    note: str = ""
 
 
 def signatures(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> list[Signature]:
@@ -128,111 +230,355 @@ def signatures(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> list[Signatu
                 where = ", ".join(f"{k} {v}" for k, v in condition.packages.items())
                 entries.append((where or f"on {condition.device}", condition.expectation))
             for where, expectation in entries:
-                if expectation.expect not in FAILURES:
+                if expectation.expect not in FAILURES or not expectation.messages:
                     continue
                 texts = [literal(p) for p in expectation.messages]
-                if not where:  # the matrix's messages are those of the base expectation mostly
+                if not where:
                     texts += sorted(seen.get((case.name, variant.name), ()))
-                found.append(
-                    Signature(
-                        case=case.name,
-                        variant=variant.name,
-                        kind=expectation.expect,
-                        where=where,
-                        error=expectation.error or expectation.warning,
-                        patterns=list(expectation.messages),
-                        shapes=sorted({shape(t) for t in texts if t}),
-                        raised_in=expectation.raised_in or expectation.issued_in,
-                        phrases=[*case.phrases, expectation.symptom]
-                        if expectation.symptom
-                        else list(case.phrases),
-                    )
-                )
+                found.append(Signature(
+                    case=case.name, variant=variant.name, where=where,
+                    error=expectation.error or expectation.warning,
+                    patterns=[_unanchored(p) for p in expectation.messages],
+                    shapes=sorted({shape(t) for t in texts if t}),
+                    raised_in=expectation.raised_in or expectation.issued_in,
+                    note=expectation.note,
+                ))  # fmt: skip
     return found
 
 
+def _unanchored(pattern: str) -> str:
+    """A documented regex found anywhere in a line, its final full stop optional (often lost)."""
+    return re.sub(r"(\\[.!])?\$?$", "", pattern.removeprefix("^")) + r"[.!]?"
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercase words, "Gemma 3" joined to "gemma3", each with its synonyms' group words."""
+    text = re.sub(r"\b([A-Za-z]{3,}) (\d)\b(?![.\d])", r"\1\2", text)
+    text = CAMEL.sub(" ", text)  # T5Model: T5 Model
+    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w for w in words if w not in STOPWORDS]
+    out = []
+    for i, word in enumerate(words):
+        out.append(word)
+        pair = f"{word} {words[i + 1]}" if i + 1 < len(words) else ""
+        for group in SYNONYMS:
+            if word in group or pair in group:
+                out += [w for w in group if " " not in w and w != word]
+    return out
+
+
+DTYPE_WORDS = {"fp16", "float16", "half", "f16", "16b", "bf16", "bfloat16", "fp32", "float32"}
+
+
+def stems(words: list[str]) -> set[str]:
+    """Words without a plural s: "weight" finds "weights"."""
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words}
+
+
+def subject(case: Case) -> list[list[str]]:
+    """What the title names before its colon (libraries and dtypes left out), each name as the
+    spellings that stand for it: SDXL; T5; gemma3; CogAgent-VQA: cogagent or vqa."""
+    head = re.sub(r"\b([A-Za-z]{3,}) (\d)\b", r"\1\2", case.title.split(":", 1)[0])
+    names = []
+    for compound in re.split(r"[\s/+]+", head):
+        parts = {re.sub(r"(?<=[a-z])1$", "", w.lower())  # FSDP1: fsdp
+                 for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", compound)}  # fmt: skip
+        parts = sorted(w for w in parts - NOT_SUBJECT if len(w) > 1)
+        if len(parts) > 1:  # InternLM-XComposer2-VL: "vl" alone names many models
+            parts = [w for w in parts if len(w) > 2] or parts
+        if parts and parts not in names:
+            names.append(parts)
+    return names
+
+
+def names_subject(names: list[list[str]], words: set[str]) -> bool:
+    """Every name of the subject is in the words, in one of its spellings."""
+    return all(set(spellings) & words for spellings in names)
+
+
 def application_project(case: Case) -> str:
-    """The repository name of the case's project when it is an application (not a library)."""
     owner, _, name = case.project.split(" ")[0].partition("/")
-    return "" if owner.lower() in LIBRARY_OWNERS or not name else name.lower()
+    return "" if owner.lower() in ("huggingface", "pytorch") or not name else name.lower()
 
 
-def score(signature: Signature, query: Query) -> tuple[int, str]:
-    """(rank, how it matched); rank 0: no match."""
-    tier, how = 0, ""
-    if query.message and any(re.search(p, query.message) for p in signature.patterns):
-        tier, how = MESSAGE, "message"
-    elif query.message and shape(query.message) in signature.shapes:
-        tier, how = SHAPE, "same message, other dtypes or devices"
-    else:
-        wanted = shape(query.message)
-        phrases = [shape(p) for p in signature.phrases]
-        if len(wanted) >= MIN_PHRASE_CHARACTERS and (
-            any(wanted in s for s in signature.shapes)
-            or any(wanted in p or p in wanted for p in phrases if len(p) >= MIN_PHRASE_CHARACTERS)
-        ):
-            tier, how = PHRASE, "symptom phrase"
-    if not tier:
-        return 0, ""
-    if signature.raised_in and any(re.search(signature.raised_in, f) for f in query.frames):
-        tier, how = tier + RAISE_SITE_BONUS, how + " + raise site"
-    if signature.project and signature.project in query.text.lower():
-        tier, how = tier + PROJECT_BONUS, how + " + project named"
-    if query.error and query.error == signature.error.rsplit(".", 1)[-1]:
-        tier, how = tier + TYPE_BONUS, how + " + type"
-    return tier, how
-
-
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z][a-z0-9_]{2,}", shape(text)))
-
-
-def closest(signatures_: list[Signature], cases: dict[str, Case], query: Query) -> list[str]:
-    """Cases by word overlap with the query: what to suggest when nothing matched."""
-    wanted = _words(query.text)
-    overlap: dict[str, float] = {}
-    for signature in signatures_:
-        words = set().union(*(_words(s) for s in signature.shapes + signature.phrases), set())
-        words |= _words(cases[signature.case].summary)
-        if wanted and words:
-            share = len(wanted & words) / len(wanted | words)
-            overlap[signature.case] = max(overlap.get(signature.case, 0.0), share)
-    ranked = sorted(overlap, key=lambda name: (-overlap[name], name))
-    return [name for name in ranked if overlap[name] > 0][:CLOSEST]
+def readme_text(case: Case) -> str:
+    readme = case.folder / "README.md"
+    return readme.read_text(encoding="utf-8") if readme.exists() else ""
 
 
 @dataclass
-class Match:
+class Catalog:
+    """Everything explain needs, built once from the cases."""
+
+    cases: dict[str, Case]
+    signatures: list[Signature]
+    vocabulary: list[str]  # the documented messages' words, for spelling correction
+    case_docs: dict[str, list[str]]
+    family_docs: dict[str, list[str]]
+    subjects: dict[str, list[list[str]]]
+    projects: dict[str, str]  # the application project's name ("" for a library's)
+    phrase_words: dict[str, set[str]]  # the symptom phrases' words, dtypes left out
+
+
+def family_description(family: str) -> str:
+    return FAMILIES.get(family) or EXTRA_FAMILIES.get(family, "")
+
+
+def build_catalog(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> Catalog:
+    sigs = signatures(cases, matrix_dir)
+    vocabulary = sorted({w.lower() for s in sigs for p in s.patterns
+                         for w in re.findall(r"[A-Za-z][A-Za-z0-9_]{%d,}" % (MIN_CORRECTABLE - 1),
+                                             literal(p))})  # fmt: skip
+    case_docs, family_words = {}, {}
+    for case in cases:
+        words = " ".join([case.title, case.cause, case.summary, *case.phrases, *case.phrases,
+                          case.fix, readme_text(case)[:3000]])  # fmt: skip
+        case_docs[case.name] = tokens(words)
+        family_words.setdefault(case.family, []).append(" ".join([case.title, *case.phrases]))
+    family_docs = {}
+    for family in sorted({*FAMILIES, *EXTRA_FAMILIES}):
+        text = " ".join([family, family_description(family), *family_words.get(family, [])])
+        text += " " + " ".join(FAMILY_HINTS.get(family, ()))
+        family_docs[family] = tokens(text)
+    subjects = {case.name: subject(case) for case in cases}
+    projects = {c.name: application_project(c) for c in cases}
+    phrase_words = {c.name: stems(tokens(" ".join(c.phrases))) - DTYPE_WORDS for c in cases}
+    return Catalog({c.name: c for c in cases}, sigs, vocabulary, case_docs, family_docs,
+                   subjects, projects, phrase_words)  # fmt: skip
+
+
+# What users write about each family when no message is pasted (the retrieval's family texts).
+FAMILY_HINTS = {
+    "overflow": ("black image nan fp16 float16 inf nan latents loss nan output all nan",),
+    "optimizer-numerics": ("bf16 weights do not change loss does not decrease adam updates",),
+    "quantization": ("4bit 8bit bitsandbytes qlora merge quantized",),
+    "hardware": ("gpu compute capability v100 t4 2080 1080 support supported supports "
+                 "requires a gpu cuda available",),
+    "device-placement": ("cpu cuda device moved gpu",),
+    "dtype-mix": ("dtype mismatch float half",),
+    "masks": ("attention mask padding",),
+}
+
+
+@cache
+def _bm25(docs_key: tuple[tuple[str, tuple[str, ...]], ...]):
+    import bm25s  # noqa: PLC0415 (a retrieval index is only needed for a symptom)
+
+    retriever = bm25s.BM25()
+    retriever.index([list(doc) for _, doc in docs_key], show_progress=False)
+    return retriever
+
+
+def bm25_scores(docs: dict[str, list[str]], query: list[str]) -> dict[str, float]:
+    key = tuple((name, tuple(doc)) for name, doc in sorted(docs.items()))
+    retriever = _bm25(key)
+    known = [t for t in query if t in retriever.vocab_dict]
+    if not known:
+        return {name: 0.0 for name, _ in key}
+    scores = retriever.get_scores(known)
+    return {name: float(score) for (name, _), score in zip(key, scores, strict=True)}
+
+
+def correct_spelling(line: str, vocabulary: list[str]) -> str:
+    """Each word near a documented message's word (a typo, another case) replaced by it."""
+    from rapidfuzz import fuzz, process  # noqa: PLC0415
+
+    def fix(match: re.Match) -> str:
+        word = match.group(0)
+        if len(word) < MIN_CORRECTABLE or word.lower() in vocabulary:
+            return word
+        best = process.extractOne(word.lower(), vocabulary, scorer=fuzz.ratio,
+                                  score_cutoff=SPELLING_CUTOFF)  # fmt: skip
+        return best[0] if best else word
+
+    return re.sub(r"[A-Za-z][A-Za-z0-9_]+", fix, line)
+
+
+@dataclass
+class Hit:
     case: str
     variant: str
-    rank: int
-    how: str
+    how: str  # message / shape
+    generic: bool
+    anchored: str  # what tied a generic message to this case ("" if nothing)
     where: str
+    line: str
 
 
-def explain(text: str, cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> list[Match]:
-    query = parse(text)
-    best: dict[str, Match] = {}
-    for signature in signatures(cases, matrix_dir):
-        rank, how = score(signature, query)
-        if rank and (signature.case not in best or rank > best[signature.case].rank):
-            best[signature.case] = Match(signature.case, signature.variant, rank, how,
-                                         signature.where)  # fmt: skip
-    return sorted(best.values(), key=lambda m: (-m.rank, m.case))
+@dataclass
+class Answer:
+    kind: str  # case / family / none
+    name: str  # the case or the family
+    sureness: str  # "documented message", "message + raise site", "symptom words", ...
+    variant: str = ""
+    where: str = ""
+    matched: str = ""  # the line or words that matched
+    candidates: list[str] = field(default_factory=list)
+    family: str = ""
 
 
-def first_place(matches: list[Match]) -> list[Match]:
-    """The matches that share the best rank: one case, or several the text cannot tell apart."""
-    return [m for m in matches if m.rank == matches[0].rank] if matches else []
+def message_family(line: str) -> tuple[str, bool]:
+    """The family a message belongs to and whether it is generic, from torch's own wordings."""
+    low = canonical(line).lower()
+    for family, pattern, generic in FAMILY_MESSAGES:
+        if re.search(pattern, low):
+            if family == "dtype-mix" and "input type" in low:
+                sides = re.findall(r"\(([^)]*)\)", low)[:2]
+                if len(sides) == 2 and ("cuda" in sides[0]) != ("cuda" in sides[1]):
+                    return "device-placement", True
+            return family, generic
+    return "", False
 
 
-def fix_of(case: Case, broken: str) -> tuple[str, str]:
-    """The first variant that fixes ``broken`` and the key line of their diff."""
-    import difflib
+def error_lines(text: str, catalog: Catalog) -> list[str]:
+    """Candidate message lines: each cleaned line and its spelling-corrected form."""
+    lines = clean_lines(text)
+    out = []
+    for line in lines:
+        out.append(line)
+        spaced = CAMEL.sub(" ", line)  # "scalar typeHalf": a space lost
+        corrected = correct_spelling(spaced, catalog.vocabulary)
+        out += [variant for variant in dict.fromkeys((spaced, corrected)) if variant != line]
+    return out
 
-    fixed = next((v for v in case.variants if v.fixes == broken), None)
-    if fixed is None:
-        fixed = next((v for v in case.variants if v.fixes), None)
+
+ANCHORS = ("raise site", "names", "project")  # strongest first
+
+
+def anchored_to(case: str, text: str, frames: list[str], sig: Signature, catalog: Catalog) -> str:
+    """What in the paste ties it to this case beyond a generic message ("" if nothing)."""
+    if sig.raised_in and any(raise_site_matches(sig.raised_in, f) for f in frames
+                             if not f.startswith("torch/")):  # torch's checks: every case's
+        return "raise site"
+    names = catalog.subjects[case]
+    if names and names_subject(names, set(tokens(text))):
+        return "names " + ", ".join(spellings[0] for spellings in names)
+    project = catalog.projects[case]
+    if project and project in text.lower():
+        return "project " + project
+    return ""
+
+
+def raise_site_matches(raised_in: str, frame: str) -> bool:
+    """The documented raise site, or its file and function in another layout of the same
+    package (diffusers < 0.26 kept the VAE in models/autoencoder_kl.py)."""
+    if re.search(raised_in, frame):
+        return True
+    package, _, rest = raised_in.partition("/")
+    tail = raised_in.rsplit("/", 1)[-1]
+    return bool(rest) and frame.startswith(package + "/") and bool(
+        re.search(tail, frame.rsplit("/", 1)[-1]))  # fmt: skip
+
+
+def anchor_strength(hit: Hit) -> int:
+    return next((len(ANCHORS) - i for i, a in enumerate(ANCHORS) if hit.anchored.startswith(a)), 0)
+
+
+def find_hits(text: str, catalog: Catalog) -> list[Hit]:
+    lines = error_lines(text, catalog)
+    frames = frames_of(text)
+    hits = []
+    for sig in catalog.signatures:
+        for line in lines:
+            line_c = canonical(line)
+            if any(re.search(p.replace("`", ""), line_c, re.IGNORECASE) for p in sig.patterns):
+                how = "message"
+            elif any(s and s in shape(line_c) for s in sig.shapes):
+                how = "shape"  # shape() keeps each side's dtype class and device
+            else:
+                continue
+            family, generic = message_family(line)
+            generic = generic or len(_cases_with(sig.shapes, catalog)) > 1
+            anchor = anchored_to(sig.case, text, frames, sig, catalog)
+            hits.append(Hit(sig.case, sig.variant, how, generic, anchor, sig.where, line))
+            break
+    return hits
+
+
+def _cases_with(shapes: list[str], catalog: Catalog) -> set[str]:
+    return {s.case for s in catalog.signatures if set(s.shapes) & set(shapes)}
+
+
+def answer(text: str, catalog: Catalog) -> list[Answer]:
+    """Ranked answers: the first is what explain prints first."""
+    hits = find_hits(text, catalog)
+    query = tokens(text)
+    if hits:
+        return _answers_from_hits(hits, text, query, catalog)
+    families = [message_family(line) for line in error_lines(text, catalog)]
+    for family, _ in families:
+        if family:  # no case documents this message: its family's cases would mislead
+            found = _family_answer(family, "its message", catalog, text)
+            found.candidates = []
+            return [found]
+    return _symptom_answers(query, text, catalog, any(map(EXCEPTION.search, clean_lines(text))))
+
+
+def _answers_from_hits(hits: list[Hit], text: str, query: list[str],
+                       catalog: Catalog) -> list[Answer]:  # fmt: skip
+    rank = {"message": 2, "shape": 1}
+    specific = [h for h in hits if not h.generic or h.anchored]
+    if specific:
+        specific.sort(key=lambda h: (-anchor_strength(h), -rank[h.how], h.case))
+        best = specific[0]
+        if not best.anchored:  # several cases document the same specific message: BM25 decides
+            tied = [h for h in specific if not h.anchored and rank[h.how] == rank[best.how]]
+            if len({h.case for h in tied}) > 1:
+                scores = bm25_scores(catalog.case_docs, query)
+                best = max(tied, key=lambda h: (scores[h.case], -ord(h.case[0])))
+        sureness = ("documented message" if best.how == "message" else
+                    "same message, other dtypes or devices")  # fmt: skip
+        if best.anchored:
+            sureness += f" + {best.anchored}"
+        others = sorted({h.case for h in hits} - {best.case})
+        return [Answer("case", best.case, sureness, best.variant, best.where, best.line, others,
+                       catalog.cases[best.case].family)]  # fmt: skip
+    family, _ = message_family(hits[0].line)
+    family = family or catalog.cases[hits[0].case].family
+    found = _family_answer(family, "a generic message", catalog, text)
+    found.candidates = sorted({h.case for h in hits})
+    found.matched = hits[0].line
+    return [found]
+
+
+def _family_answer(family: str, why: str, catalog: Catalog, text: str) -> Answer:
+    members = sorted(n for n, c in catalog.cases.items() if c.family == family)
+    return Answer("family", family, f"family, by {why}", candidates=members, family=family)
+
+
+def _symptom_answers(query: list[str], text: str, catalog: Catalog,
+                     unknown_error: bool) -> list[Answer]:  # fmt: skip
+    """By the words; an exception no case documents is never a case's (a family's at most)."""
+    scores = bm25_scores(catalog.case_docs, query)
+    ranked = sorted(scores, key=lambda n: (-scores[n], n))
+    present = set(query)
+    for name in [] if unknown_error else ranked[:3]:
+        if scores[name] < SYMPTOM_MIN_SCORE:
+            break
+        if catalog.subjects[name] and not names_subject(catalog.subjects[name], present):
+            continue  # another model's symptom
+        if not catalog.phrase_words[name] & stems(query):
+            continue  # only the words of error messages or of the README: no symptom of it
+        said = {w.lower() for w in _WORD.findall(text)}
+        words = sorted(set(catalog.case_docs[name]) & said)[:6]
+        return [Answer("case", name, "symptom words: " + ", ".join(words), matched=text.strip()[:80],
+                       family=catalog.cases[name].family)]  # fmt: skip
+    family_scores = bm25_scores(catalog.family_docs, query)
+    best = max(family_scores, key=lambda f: (family_scores[f], f))
+    if family_scores[best] >= FAMILY_MIN_SCORE:
+        return [_family_answer(best, "symptom words", catalog, "")]
+    return [Answer("none", "", "nothing fits", candidates=ranked[:3])]
+
+
+# ---- the printed answer ---------------------------------------------------------------------
+
+
+def fix_statement(case: Case, broken: str) -> tuple[str, str]:
+    """The fixing variant and the fix: the declared one, else the diff's added code lines."""
+    fixed = next((v for v in case.variants if v.fixes == broken), None) or next(
+        (v for v in case.variants if v.fixes), None)  # fmt: skip
+    if case.fix:
+        return (fixed.name if fixed else ""), case.fix
     if fixed is None:
         return "", ""
     scripts = {v.name: v.script for v in case.variants}
@@ -240,71 +586,169 @@ def fix_of(case: Case, broken: str) -> tuple[str, str]:
     new = fixed.script.read_text(encoding="utf-8").splitlines()
     added = [line[1:].strip() for line in difflib.unified_diff(old, new, lineterm="", n=0)
              if line.startswith("+") and not line.startswith("+++")]  # fmt: skip
-    quotes = ('"' * 3, "'" * 3)  # docstring lines are prose, not the fix
-    code = [
-        line
-        for line in added
-        if line
-        and not line.startswith(("#", "from ", "import ", *quotes))
-        and not line.endswith(quotes)
-    ]
-    return fixed.name, (code or added or [""])[0]
+    quotes = ('"' * 3, "'" * 3)
+    code = [line for line in added if line and not line.startswith(("#", "from ", "import ", *quotes))
+            and not line.endswith(quotes)]  # fmt: skip
+    return fixed.name, first_statement(code)
+
+
+def first_statement(lines: list[str]) -> str:
+    """The first statement of the added code, its continuation lines joined (brackets balanced)."""
+    statement, depth = [], 0
+    for line in lines:
+        code, _, comment = line.partition("  # ")
+        statement.append(line if not depth and not statement else code)
+        depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+        if depth <= 0:
+            break
+    return " ".join(statement)
 
 
 def versions_of(case: str, variant: str, matrix_dir: Path = MATRIX_DIR) -> str:
-    """Where the failure exists, from the matrix: its flips, else the stacks that reproduced it."""
     rows = [row for row in all_rows(matrix_dir) if (row.case, row.variant) == (case, variant)]
     for flip in flips(rows, stored_bisections(matrix_dir)):
-        return flip_text(flip)
-    reproduced = [row.set for row in rows if row.verdict == REPRODUCED]
-    if reproduced:
-        return f"reproduced on every stored stack that ran it ({len(reproduced)} sets)"
+        return flip_text(flip).split(";")[0].split(" [")[0]  # the first clause
+    if any(row.verdict == REPRODUCED for row in rows):
+        return "reproduced on every stored stack that ran it"
     return "not in the stored matrix yet"
 
 
-def describe(match: Match, case: Case, matrix_dir: Path = MATRIX_DIR) -> str:
-    fixed, key_line = fix_of(case, match.variant)
-    where = f" (documented on {match.where})" if match.where else ""
+PASTED_VERSION = re.compile(
+    r"\b(torch|pytorch|transformers|diffusers|peft|accelerate|bitsandbytes)\b[^\n\d]{0,12}?"
+    r"v?(\d+\.\d+(?:\.\d+)?)", re.IGNORECASE)  # fmt: skip
+
+
+def pasted_versions(text: str) -> dict[str, str]:
+    return {n.lower().replace("pytorch", "torch"): v for n, v in PASTED_VERSION.findall(text)}
+
+
+def affected(case: Case, variant: str, versions: dict[str, str]) -> str:
+    """Whether the pasted versions fall where the variant's `when` entries say it does not fail."""
+    chosen = next((v for v in case.variants if v.name == variant), None)
+    if chosen is None or not versions:
+        return ""
+    for condition in chosen.conditions:
+        if condition.expectation.expect in FAILURES or not condition.packages:
+            continue
+        inside = []
+        for name, spec in condition.packages.items():
+            if name in versions:
+                try:
+                    inside.append(Version(versions[name]) in SpecifierSet(str(spec)))
+                except InvalidVersion:
+                    pass
+        if inside and all(inside):
+            return "your versions (" + ", ".join(f"{k} {v}" for k, v in versions.items()) + \
+                ") are documented as not failing: another mechanism?"
+    return "your versions (" + ", ".join(f"{k} {v}" for k, v in versions.items()) + ") are affected"
+
+
+def describe(found: Answer, catalog: Catalog, text: str, matrix_dir: Path = MATRIX_DIR) -> str:
+    if found.kind == "none":
+        return "no documented case; closest: " + (", ".join(found.candidates) or "none")
+    if found.kind == "family":
+        return describe_family(found)
+    case = catalog.cases[found.name]
+    variant = next(v for v in case.variants if v.name == found.variant) if found.variant else next(
+        v for v in case.variants if v.expectation.expect in FAILURES)  # fmt: skip
+    fixed, fix = fix_statement(case, variant.name)
+    cause = variant.expectation.note if found.variant and variant.expectation.note else case.cause
+    where = versions_of(case.name, variant.name, matrix_dir)
+    mine = affected(case, variant.name, pasted_versions(text))
     lines = [
         f"{case.name}: {case.title}",
-        f"  matched: {match.variant}{where}, by {match.how}",
-        f"  cause: {case.cause}",
-        f"  fix: {fixed}: {key_line}" if fixed else "  fix: none declared",
-        f"  versions: {versions_of(case.name, match.variant, matrix_dir)}",
+        f"  how sure: {found.sureness}" + (f" (the wording {found.where})" if found.where else ""),
+        f"  cause ({variant.name}): {cause}",
+        f"  fix ({fixed}): {fix}" if fix else "  fix: none declared",
+        f"  where: {where}" + (f"; {mine}" if mine else ""),
         f"  upstream: {case.issue}",
         f"  run it: nox -s case-{case.name}",
     ]
+    if found.candidates:
+        lines.append("  also documents this message: " + ", ".join(found.candidates))
     return "\n".join(lines)
 
 
+def describe_family(found: Answer) -> str:
+    family = found.name
+    guard = GUARD_LINES["nan" if family == "overflow" else "mix"]
+    lines = [f"family {family}: {family_description(family)} ({found.sureness}; "
+             "no documented case's mechanism is certain from this text)"]  # fmt: skip
+    if found.candidates:
+        lines.append(("  documented with this message: " if found.matched else
+                      "  cases of this family: ") + ", ".join(found.candidates))  # fmt: skip
+    if family in ("dtype-mix", "device-placement", "overflow"):
+        lines.append("  find which on your model: wrap one step, the report names the module:")
+        lines += [f"      {line}" for line in guard]
+    if family == "overflow":
+        lines.append("  then compute that module in bfloat16 or float32 (bf16 keeps float32's range)")
+    if family == "hardware":
+        lines.append("  check torch.cuda.is_available() and torch.cuda.is_bf16_supported(); "
+                     "use float16 or float32 where they are False")  # fmt: skip
+    return "\n".join(lines)
+
+
+def bm25_table(docs: dict[str, list[str]]) -> dict:
+    """A BM25 index as the site reads it: each term's score in each document (bm25s's own)."""
+    key = tuple((name, tuple(doc)) for name, doc in sorted(docs.items()))
+    retriever = _bm25(key)
+    scores = retriever.scores
+    terms = {}
+    for term, column in retriever.vocab_dict.items():
+        if not term or column + 1 >= len(scores["indptr"]):
+            continue  # bm25s's empty placeholder term
+        start, end = scores["indptr"][column], scores["indptr"][column + 1]
+        terms[term] = [[int(d), float(v)] for d, v in
+                       zip(scores["indices"][start:end], scores["data"][start:end], strict=True)]
+    return {"names": [name for name, _ in key], "terms": terms}
+
+
 def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
-    """What the site's search box needs, as JSON: the signatures and each case's answer."""
+    """What the site's search box needs, as JSON: explain's data and constants, its indexes."""
+    catalog = build_catalog(cases, matrix_dir)
     answers = {}
     for case in cases:
         failing = next(v.name for v in case.variants if v.expectation.expect in FAILURES)
-        fixed, key_line = fix_of(case, failing)
+        fixed, fix = fix_statement(case, failing)
         answers[case.name] = {"title": case.title, "cause": case.cause, "fix": fixed,
-                              "fix_line": key_line}  # fmt: skip
-    return json.dumps(
-        {
-            "tiers": {
-                "message": MESSAGE,
-                "shape": SHAPE,
-                "phrase": PHRASE,
-                "raise_site": RAISE_SITE_BONUS,
-                "type": TYPE_BONUS,
-                "min_phrase": MIN_PHRASE_CHARACTERS,
-            },  # fmt: skip
-            "signatures": [asdict(s) for s in signatures(cases, matrix_dir)],
-            "cases": answers,
-        }
-    )
+                              "fix_line": fix, "family": case.family}  # fmt: skip
+    return json.dumps({
+        "signatures": [asdict(s) for s in catalog.signatures],
+        "cases": answers,
+        "families": {f: family_description(f) for f in sorted({*FAMILIES, *EXTRA_FAMILIES})},
+        "family_messages": FAMILY_MESSAGES,
+        "unordered": UNORDERED.pattern,
+        "synonyms": SYNONYMS,
+        "stopwords": sorted(STOPWORDS),
+        "dtype_class": DTYPE_CLASS,
+        "vocabulary": catalog.vocabulary,
+        "subjects": catalog.subjects,
+        "projects": catalog.projects,
+        "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
+        "dtype_words": sorted(DTYPE_WORDS),
+        "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},
+        "case_bm25": bm25_table(catalog.case_docs),
+        "family_bm25": bm25_table(catalog.family_docs),
+        "limits": {"min_correctable": MIN_CORRECTABLE, "spelling_cutoff": SPELLING_CUTOFF,
+                   "symptom_min": SYMPTOM_MIN_SCORE, "family_min": FAMILY_MIN_SCORE},
+    })  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text", nargs="?", help="an error message, a traceback or a phrase")
     parser.add_argument("--file", help="read the text from this file (- for standard input)")
+    parser.add_argument("--json", action="store_true", help="the answers as JSON, for tools")
     parser.set_defaults(handler=explain_command)
+
+
+@cache
+def default_catalog() -> Catalog:
+    return build_catalog([load_case(name) for name in case_names()])
+
+
+def explain(text: str, cases: list[Case] | None = None) -> list[Answer]:
+    catalog = default_catalog() if cases is None else build_catalog(cases)
+    return answer(text, catalog)
 
 
 def explain_command(args: argparse.Namespace) -> int:
@@ -320,16 +764,10 @@ def explain_command(args: argparse.Namespace) -> int:
         print("explain: error: give an error message, a traceback (--file F, or - for stdin) "
               "or a symptom phrase", file=sys.stderr)  # fmt: skip
         return 2
-    cases = {name: load_case(name) for name in case_names()}
-    matches = explain(text, list(cases.values()))
-    if not matches:
-        near = closest(signatures(list(cases.values())), cases, parse(text))
-        print("no documented case; closest: " + (", ".join(near) or "none"))
-        return 1
-    tied = first_place(matches)
-    if len(tied) > 1:
-        names = ", ".join(match.case for match in tied)
-        print(f"{len(tied)} cases match equally well ({names}): they document the same "
-              "message; a whole traceback's frames would tell them apart.\n")  # fmt: skip
-    print("\n\n".join(describe(match, cases[match.case]) for match in matches))
-    return 0
+    catalog = default_catalog()
+    found = answer(text, catalog)
+    if args.json:
+        print(json.dumps([asdict(a) for a in found], indent=2))
+    else:
+        print(describe(found[0], catalog, text))
+    return 1 if found[0].kind == "none" else 0
