@@ -8,8 +8,8 @@ from tiny_inputs_device import PROMPT, tiny_llama, tiny_tokenizer
 
 from shared.checks import compare_to_reference, pick_device
 
-if not torch.cuda.is_available():  # CPU ids meeting CUDA weights: needs a GPU
-    print("broken.py needs CUDA: the model on CUDA, the inputs left on the CPU (README.md).")
+if not torch.cuda.is_available():  # the model runs on CUDA, the tokenizer gives CPU tensors
+    print(f"{sys.argv[0]} needs CUDA: the model runs on CUDA (README.md).")
     sys.exit(2)
 device = pick_device()
 tokenizer = tiny_tokenizer()

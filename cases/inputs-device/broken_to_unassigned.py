@@ -8,8 +8,8 @@ from tiny_inputs_device import example_image, image_processor, tiny_clip_vision
 
 from shared.checks import compare_to_reference, pick_device
 
-if not torch.cuda.is_available():  # a CPU input meeting CUDA conv weights: needs a GPU
-    print("broken_to_unassigned.py needs CUDA: the tower on CUDA, its input on the CPU.")
+if not torch.cuda.is_available():  # the tower runs on CUDA, the processor gives CPU tensors
+    print(f"{sys.argv[0]} needs CUDA: the vision tower runs on CUDA (README.md).")
     sys.exit(2)
 device = pick_device()
 torch.backends.cudnn.allow_tf32 = False  # float32 convolutions on CUDA, as on the CPU

@@ -8,8 +8,8 @@ from tiny_inputs_device import PROMPT, tiny_llama, tiny_tokenizer
 
 from shared.checks import compare_to_reference, pick_device
 
-if not torch.cuda.is_available():  # its check moves the inputs to a CUDA model
-    print("fixed.py needs CUDA: it checks the inputs moved to a CUDA model (README.md).")
+if not torch.cuda.is_available():  # the model runs on CUDA, the tokenizer gives CPU tensors
+    print(f"{sys.argv[0]} needs CUDA: the model runs on CUDA (README.md).")
     sys.exit(2)
 device = pick_device()
 tokenizer = tiny_tokenizer()
