@@ -61,6 +61,7 @@ FAMILIES = {
     "gradient-scaling": "mixed-precision training machinery refuses or skips half gradients",
     "unsupported-dtype": "an op or kernel has no implementation for a dtype",
     "offload": "accelerate's hooks and offloaded weights",
+    "meta-tensors": "parameters left on the meta device (no data) and then moved or copied",
     "distributed": "sharded or multi-rank training and inference",
     "quantization": "quantized weights and what merging or casting does to them",
     "masks": "attention masks whose dtype changes what they mean",
