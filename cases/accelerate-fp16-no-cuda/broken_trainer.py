@@ -1,0 +1,28 @@
+"""`TrainingArguments(fp16=True)` where torch sees no CUDA: transformers < 4.42 refuses,
+`ValueError: FP16 Mixed precision training with AMP or APEX (--fp16) ... can only be used on CUDA
+devices.`"""
+
+import tempfile
+
+import torch
+from tiny_accelerate_fp16_no_cuda import TokenDataset, example_input_ids, linear_dtypes, tiny_model
+from transformers import Trainer, TrainingArguments
+
+from shared.checks import record_device
+
+record_device(torch.device("cpu"), f"torch {torch.__version__}, built with CUDA {torch.version.cuda}")
+model = tiny_model()
+input_ids = example_input_ids()
+
+args = TrainingArguments(
+    output_dir=tempfile.mkdtemp(),
+    fp16=True,  # transformers < 4.42 (4.41: with torch < 2.3): no CUDA, refused here
+    per_device_train_batch_size=2,
+    max_steps=1,
+    report_to="none",
+    save_strategy="no",
+)
+trainer = Trainer(model=model, args=args, train_dataset=TokenDataset(input_ids))
+with linear_dtypes(model) as seen:
+    trainer.train()
+print(f"fp16=True: the linear layers ran in {sorted(map(str, seen))}")
