@@ -3,11 +3,11 @@ GPU): accelerate <= 0.15 refuses, `ValueError: fp16 mixed precision requires a G
 
 import torch
 from accelerate import Accelerator
-from tiny_accelerate_fp16_no_cuda import example_input_ids, linear_dtypes, tiny_model
+from tiny_accelerate_fp16_no_cuda import example_input_ids, linear_dtypes, tiny_model, torch_build
 
 from shared.checks import record_device
 
-record_device(torch.device("cpu"), f"torch {torch.__version__}, built with CUDA {torch.version.cuda}")
+record_device(torch.device("cpu"), torch_build())
 model = tiny_model()
 input_ids = example_input_ids()
 
@@ -15,4 +15,4 @@ accelerator = Accelerator(mixed_precision="fp16")  # accelerate <= 0.15: no CUDA
 model, optimizer = accelerator.prepare(model, torch.optim.AdamW(model.parameters(), lr=1e-4))
 with linear_dtypes(model) as seen, torch.no_grad():
     logits = model(input_ids).logits
-print(f"mixed_precision={accelerator.mixed_precision!r}: the linear layers ran in {sorted(map(str, seen))}")
+print(f"{accelerator.mixed_precision=}: the linear layers ran in {sorted(map(str, seen))}")

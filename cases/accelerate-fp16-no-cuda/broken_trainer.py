@@ -5,12 +5,18 @@ devices.`"""
 import tempfile
 
 import torch
-from tiny_accelerate_fp16_no_cuda import TokenDataset, example_input_ids, linear_dtypes, tiny_model
+from tiny_accelerate_fp16_no_cuda import (
+    TokenDataset,
+    example_input_ids,
+    linear_dtypes,
+    tiny_model,
+    torch_build,
+)
 from transformers import Trainer, TrainingArguments
 
 from shared.checks import record_device
 
-record_device(torch.device("cpu"), f"torch {torch.__version__}, built with CUDA {torch.version.cuda}")
+record_device(torch.device("cpu"), torch_build())
 model = tiny_model()
 input_ids = example_input_ids()
 

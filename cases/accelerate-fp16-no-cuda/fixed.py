@@ -2,21 +2,21 @@
 
 import torch
 from accelerate import Accelerator
-from tiny_accelerate_fp16_no_cuda import example_input_ids, linear_dtypes, tiny_model
+from tiny_accelerate_fp16_no_cuda import example_input_ids, linear_dtypes, tiny_model, torch_build
 
 from shared.checks import check_that, compare_to_reference, record_device
 
-record_device(torch.device("cpu"), f"torch {torch.__version__}, built with CUDA {torch.version.cuda}")
+record_device(torch.device("cpu"), torch_build())
 model = tiny_model()
 input_ids = example_input_ids()
-with torch.no_grad():
-    reference = model(input_ids).logits  # float32, before mixed precision
 
 accelerator = Accelerator(mixed_precision="bf16")  # the fix: bfloat16 autocast runs on the CPU
 model, optimizer = accelerator.prepare(model, torch.optim.AdamW(model.parameters(), lr=1e-4))
 with linear_dtypes(model) as seen, torch.no_grad():
     logits = model(input_ids).logits
-print(f"mixed_precision={accelerator.mixed_precision!r}: the linear layers ran in {sorted(map(str, seen))}")
+print(f"{accelerator.mixed_precision=}: the linear layers ran in {sorted(map(str, seen))}")
 check_that("mixed precision", seen == {torch.bfloat16}, f"every linear layer ran in {seen}")
+with torch.no_grad():  # float32: the same seeded weights, no autocast
+    reference = tiny_model()(input_ids).logits
 # accelerate hands the outputs back in float32; bfloat16 rounding inside
 compare_to_reference("logits", logits.float(), reference, dtype=torch.float32, atol=5e-2, rtol=5e-2)

@@ -3,16 +3,20 @@
 import tempfile
 
 import torch
-from tiny_accelerate_fp16_no_cuda import TokenDataset, example_input_ids, linear_dtypes, tiny_model
+from tiny_accelerate_fp16_no_cuda import (
+    TokenDataset,
+    example_input_ids,
+    linear_dtypes,
+    tiny_model,
+    torch_build,
+)
 from transformers import Trainer, TrainingArguments
 
 from shared.checks import check_that, compare_to_reference, record_device
 
-record_device(torch.device("cpu"), f"torch {torch.__version__}, built with CUDA {torch.version.cuda}")
+record_device(torch.device("cpu"), torch_build())
 model = tiny_model()
 input_ids = example_input_ids()
-with torch.no_grad():
-    reference = model(input_ids, labels=input_ids).loss  # float32, before the step
 
 args = TrainingArguments(
     output_dir=tempfile.mkdtemp(),
@@ -28,6 +32,8 @@ with linear_dtypes(model) as seen:
     result = trainer.train()
 print(f"bf16=True: the linear layers ran in {sorted(map(str, seen))}")
 check_that("mixed precision", seen == {torch.bfloat16}, f"the linear layers ran in {seen}")
+with torch.no_grad():  # float32: the same seeded weights, no autocast, before any step
+    reference = tiny_model()(input_ids, labels=input_ids).loss
 # the step's loss (before its update), computed under bfloat16 autocast
 loss = torch.tensor(result.training_loss, dtype=torch.float32)
 compare_to_reference("training loss", loss, reference, dtype=torch.float32, atol=5e-2, rtol=5e-2)
