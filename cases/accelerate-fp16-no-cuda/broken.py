@@ -3,7 +3,7 @@ GPU): accelerate <= 0.15 refuses, `ValueError: fp16 mixed precision requires a G
 
 import torch
 from accelerate import Accelerator
-from tiny_accelerate_fp16_no_cuda import example_input_ids, linear_dtypes, tiny_model, torch_build
+from tiny_accelerate_fp16_no_cuda import example_input_ids, linear_outputs, tiny_model, torch_build
 
 from shared.checks import record_device
 
@@ -13,6 +13,6 @@ input_ids = example_input_ids()
 
 accelerator = Accelerator(mixed_precision="fp16")  # accelerate <= 0.15: no CUDA, refused here
 model, optimizer = accelerator.prepare(model, torch.optim.AdamW(model.parameters(), lr=1e-4))
-with linear_dtypes(model) as seen, torch.no_grad():
+with linear_outputs(model) as seen, torch.no_grad():
     logits = model(input_ids).logits
-print(f"{accelerator.mixed_precision=}: the linear layers ran in {sorted(map(str, seen))}")
+print(f"{accelerator.mixed_precision=}: the linear layers ran in {seen.names()}")

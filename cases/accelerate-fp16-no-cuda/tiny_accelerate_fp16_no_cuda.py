@@ -7,6 +7,7 @@ Real classes, tiny and seeded (``tiny_seed``); nothing is downloaded.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -45,7 +46,7 @@ def example_input_ids() -> torch.Tensor:
 
 
 class TokenDataset(torch.utils.data.Dataset):
-    """The batch as a Trainer dataset: each row its own example, labels = input ids."""
+    """Token ids as a Trainer dataset: each row its own example, labels = input ids."""
 
     def __init__(self, input_ids: torch.Tensor):
         self.input_ids = input_ids
@@ -57,15 +58,30 @@ class TokenDataset(torch.utils.data.Dataset):
         return {"input_ids": self.input_ids[index], "labels": self.input_ids[index]}
 
 
+@dataclasses.dataclass
+class LinearOutputs:
+    """What a model's nn.Linear layers computed: their output dtypes, and the logits (the
+    lm_head's output) of the first forward."""
+
+    dtypes: set[torch.dtype] = dataclasses.field(default_factory=set)
+    first_logits: torch.Tensor | None = None
+
+    def names(self) -> list[str]:
+        return sorted(str(dtype).removeprefix("torch.") for dtype in self.dtypes)
+
+
 @contextlib.contextmanager
-def linear_dtypes(model: torch.nn.Module):
-    """Yield a set that fills with the dtype of every nn.Linear output while the block runs."""
-    seen: set[torch.dtype] = set()
-    hooks = [
-        module.register_forward_hook(lambda _m, _i, output: seen.add(output.dtype))
-        for module in model.modules()
-        if isinstance(module, torch.nn.Linear)
-    ]
+def linear_outputs(model: LlamaForCausalLM):
+    """Yield a LinearOutputs that fills while the block runs (forward hooks, removed after)."""
+    seen = LinearOutputs()
+
+    def record(module: torch.nn.Module, _inputs, output: torch.Tensor) -> None:
+        seen.dtypes.add(output.dtype)
+        if module is model.lm_head and seen.first_logits is None:
+            seen.first_logits = output.detach()
+
+    linears = [module for module in model.modules() if isinstance(module, torch.nn.Linear)]
+    hooks = [module.register_forward_hook(record) for module in linears]
     try:
         yield seen
     finally:
