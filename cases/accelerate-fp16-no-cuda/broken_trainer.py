@@ -1,4 +1,4 @@
-"""`TrainingArguments(fp16=True)` without CUDA: transformers < 4.42 refuses (`--fp16` ... CUDA)."""
+"""`TrainingArguments(fp16=True)` without CUDA: refused (transformers < 4.42; later torch < 2.3)."""
 
 import tempfile
 
@@ -20,7 +20,7 @@ input_ids = example_input_ids()[:1]  # one example: the step's batch, in a known
 
 args = TrainingArguments(
     output_dir=tempfile.mkdtemp(),
-    fp16=True,  # transformers < 4.42 (4.41: with torch < 2.3): no CUDA, refused here
+    fp16=True,  # no CUDA: refused here (transformers < 4.42), or by Trainer (torch < 2.3)
     per_device_train_batch_size=1,
     max_steps=1,
     report_to="none",
