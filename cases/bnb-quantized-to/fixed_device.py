@@ -9,7 +9,7 @@ device = pick_device()
 checkpoint = save_tiny_checkpoint()
 input_ids = example_input_ids(device)
 
-model = load_4bit(checkpoint, device, torch.float32)  # the fix: device_map={"": device} at load
+model = load_4bit(checkpoint, device, torch.float32)  # device_map={"": device}; the fix: no .to()
 with torch.no_grad():
     logits = model(input_ids).logits
 check_that("logits", bool(logits.isfinite().all()), f"{logits.dtype} logits on {logits.device}")
