@@ -66,6 +66,7 @@ FAMILIES = {
     "quantization": "quantized weights and what merging or casting does to them",
     "masks": "attention masks whose dtype changes what they mean",
     "optimizer-numerics": "optimizer updates lost or distorted by the parameters' dtype",
+    "hardware": "a precision the device (or the installed torch build) cannot run, refused or ignored",
 }
 # The keys each table of a case.toml takes (cases/README.md documents each; a test checks).
 CASE_KEYS = ("title", "summary", "cause", "fix", "phrases", "project", "issue", "family", "hazard",

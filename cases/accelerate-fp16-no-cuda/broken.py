@@ -1,0 +1,18 @@
+"""`Accelerator(mixed_precision="fp16")` where torch sees no CUDA (a CPU-only torch wheel, or no
+GPU): accelerate <= 0.15 refuses, `ValueError: fp16 mixed precision requires a GPU`."""
+
+import torch
+from accelerate import Accelerator
+from tiny_accelerate_fp16_no_cuda import example_input_ids, linear_outputs, tiny_model, torch_build
+
+from shared.checks import record_device
+
+record_device(torch.device("cpu"), torch_build())
+model = tiny_model()
+input_ids = example_input_ids()
+
+accelerator = Accelerator(mixed_precision="fp16")  # accelerate <= 0.15: no CUDA, refused here
+model, optimizer = accelerator.prepare(model, torch.optim.AdamW(model.parameters(), lr=1e-4))
+with linear_outputs(model) as seen, torch.no_grad():
+    logits = model(input_ids).logits
+print(f"{accelerator.mixed_precision=}: the linear layers ran in {seen.names()}")

@@ -1,0 +1,32 @@
+"""`TrainingArguments(fp16=True)` without CUDA: refused (transformers < 4.42; later torch < 2.3)."""
+
+import tempfile
+
+import torch
+from tiny_accelerate_fp16_no_cuda import (
+    TokenDataset,
+    example_input_ids,
+    linear_outputs,
+    tiny_model,
+    torch_build,
+)
+from transformers import Trainer, TrainingArguments
+
+from shared.checks import record_device
+
+record_device(torch.device("cpu"), torch_build())
+model = tiny_model()
+input_ids = example_input_ids()[:1]  # one example: the step's batch, in a known order
+
+args = TrainingArguments(
+    output_dir=tempfile.mkdtemp(),
+    fp16=True,  # no CUDA: refused here (transformers < 4.42), or by Trainer (torch < 2.3)
+    per_device_train_batch_size=1,
+    max_steps=1,
+    report_to="none",
+    save_strategy="no",
+)
+trainer = Trainer(model=model, args=args, train_dataset=TokenDataset(input_ids))
+with linear_outputs(model) as seen:
+    trainer.train()
+print(f"the linear layers ran in {seen.names()}")

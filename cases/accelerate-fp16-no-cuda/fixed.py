@@ -1,0 +1,22 @@
+"""`Accelerator(mixed_precision="bf16")` on the CPU: the mixed precision the CPU supports."""
+
+import torch
+from accelerate import Accelerator
+from tiny_accelerate_fp16_no_cuda import example_input_ids, linear_outputs, tiny_model, torch_build
+
+from shared.checks import check_that, compare_to_reference, record_device
+
+record_device(torch.device("cpu"), torch_build())
+model = tiny_model()
+input_ids = example_input_ids()
+
+accelerator = Accelerator(mixed_precision="bf16")  # the fix: bfloat16 autocast runs on the CPU
+model, optimizer = accelerator.prepare(model, torch.optim.AdamW(model.parameters(), lr=1e-4))
+with linear_outputs(model) as seen, torch.no_grad():
+    logits = model(input_ids).logits
+print(f"{accelerator.mixed_precision=}: the linear layers ran in {seen.names()}")
+check_that("mixed precision", seen.dtypes == {torch.bfloat16}, f"linear layers: {seen.names()}")
+with torch.no_grad():  # float32: the same seeded weights, no autocast
+    reference = tiny_model()(input_ids).logits
+# accelerate hands the outputs back in float32; bfloat16 rounding inside
+compare_to_reference("logits", logits.float(), reference, dtype=torch.float32, atol=5e-2, rtol=5e-2)

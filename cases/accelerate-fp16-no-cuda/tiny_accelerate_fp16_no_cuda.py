@@ -1,0 +1,89 @@
+"""What the accelerate-fp16-no-cuda variants share: a tiny Llama, a batch, and a record of the
+dtype each linear layer computed in (what mixed precision really did).
+
+Real classes, tiny and seeded (``tiny_seed``); nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from shared.tiny_models import quiet_hf_logging, tiny_seed
+
+quiet_hf_logging()
+
+
+def tiny_model() -> LlamaForCausalLM:
+    """A float32 Llama (2 layers, hidden 64), as a training script loads it."""
+    tiny_seed(0)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=64,
+    )
+    return LlamaForCausalLM(config)
+
+
+def torch_build() -> str:
+    """What the installed torch is built for and sees: a CPU-only wheel says CUDA None."""
+    return (
+        f"torch {torch.__version__}, built with CUDA {torch.version.cuda}, "
+        f"CUDA available: {torch.cuda.is_available()}"
+    )
+
+
+def example_input_ids() -> torch.Tensor:
+    """A batch of 2 sequences of 16 token ids, as a tokenizer gives it."""
+    return torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(1))
+
+
+class TokenDataset(torch.utils.data.Dataset):
+    """Token ids as a Trainer dataset: each row its own example, labels = input ids."""
+
+    def __init__(self, input_ids: torch.Tensor):
+        self.input_ids = input_ids
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {"input_ids": self.input_ids[index], "labels": self.input_ids[index]}
+
+
+@dataclasses.dataclass
+class LinearOutputs:
+    """What a model's nn.Linear layers computed: their output dtypes, and the logits (the
+    lm_head's output) of the first forward."""
+
+    dtypes: set[torch.dtype] = dataclasses.field(default_factory=set)
+    first_logits: torch.Tensor | None = None
+
+    def names(self) -> list[str]:
+        return sorted(str(dtype).removeprefix("torch.") for dtype in self.dtypes)
+
+
+@contextlib.contextmanager
+def linear_outputs(model: LlamaForCausalLM):
+    """Yield a LinearOutputs that fills while the block runs (forward hooks, removed after)."""
+    seen = LinearOutputs()
+
+    def record(module: torch.nn.Module, _inputs, output: torch.Tensor) -> None:
+        seen.dtypes.add(output.dtype)
+        if module is model.lm_head and seen.first_logits is None:
+            seen.first_logits = output.detach()
+
+    linears = [module for module in model.modules() if isinstance(module, torch.nn.Linear)]
+    hooks = [module.register_forward_hook(record) for module in linears]
+    try:
+        yield seen
+    finally:
+        for hook in hooks:
+            hook.remove()

@@ -1,0 +1,18 @@
+"""A 4-bit bitsandbytes model cast after loading, `model.to(torch.bfloat16)`: refused."""
+
+import torch
+from tiny_bnb_quantized_to import example_input_ids, load_4bit, save_tiny_checkpoint
+
+from shared.checks import compare_to_reference, pick_device
+
+device = pick_device()
+checkpoint = save_tiny_checkpoint()
+input_ids = example_input_ids(device)
+with torch.no_grad():  # float32 compute over the same 4-bit weights: the reference
+    reference = load_4bit(checkpoint, device, torch.float32)(input_ids).logits
+
+model = load_4bit(checkpoint, device, torch.float32)  # BitsAndBytesConfig(load_in_4bit=True)
+model = model.to(torch.bfloat16)  # half precision after loading: refused
+with torch.no_grad():
+    logits = model(input_ids).logits
+compare_to_reference("logits", logits, reference, dtype=torch.bfloat16)
