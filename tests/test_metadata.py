@@ -273,9 +273,9 @@ def test_under_complete_env_a_declared_package_missing_is_exit_2_naming_it(monke
     """nox --no-venv runs the harness with --complete-env: the environment must hold the set."""
     from shared.harness import cli
 
-    real = cli._version
+    real = cli.installed_version
     monkeypatch.setattr(
-        cli, "_version", lambda name: None if name == "torch-optimi" else real(name)
+        cli, "installed_version", lambda name: None if name == "torch-optimi" else real(name)
     )
     assert cli.main(["run", "bf16-pure-training", "--complete-env"]) == cli.ExitCode.USAGE_ERROR
     assert "torch-optimi (bf16-pure-training/fixed_kahan)" in capsys.readouterr().err

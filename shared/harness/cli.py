@@ -83,7 +83,7 @@ def _run_or_list(args: argparse.Namespace) -> ExitCode:
         cases = [case for case in cases if case.variants]
     absent = sorted({f"{name} ({case.name}/{variant.name})" for case in cases
                      for variant in case.variants for name in variant.requires.packages
-                     if args.complete_env and not _version(name)})  # fmt: skip
+                     if args.complete_env and not installed_version(name)})  # fmt: skip
     if absent:
         print(f"gallery: error: --complete-env, but not installed for {sys.executable}: "
               f"{', '.join(absent)}; {INSTALL_HINT}", file=sys.stderr)  # fmt: skip
