@@ -11,7 +11,14 @@ import torch
 from conftest import ROOT
 from torch import nn
 
-from shared.culprit import DtypeDeviceMismatch, MismatchGuard, as_record, audit, format_audit
+from shared.culprit import (
+    DtypeDeviceMismatch,
+    MismatchGuard,
+    NonFiniteGuard,
+    as_record,
+    audit,
+    format_audit,
+)
 
 # The case's tiny model, imported as its scripts import it: by plain name from its folder.
 sys.path.insert(0, str(ROOT / "cases" / "minicpm"))
@@ -202,3 +209,25 @@ def test_guard_ignores_placeholder_weights_of_a_dispatched_module():
         with contextlib.suppress(Exception):
             layer(torch.ones(1, 2))
     assert guard.first is None
+
+
+def test_non_finite_guard_names_the_first_gradient_that_went_bad_in_backward():
+    """A forward that stays finite can still give NaN gradients (sqrt at 0): the forward watch
+    finds nothing, the gradient watch names the parameter nearest the loss that got them."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1))
+    with torch.no_grad():
+        model[1].weight.zero_()
+        model[1].bias.zero_()
+    with NonFiniteGuard(model, gradients=True) as values:
+        model(torch.randn(2, 4)).abs().sqrt().sum().backward()
+    assert values.first is None  # every output finite
+    found = values.first_gradient
+    # The last layer's (nearest the loss; weight and bias in autograd's order), not the first's.
+    assert found is not None and found.parameter.startswith("Sequential.1."), found
+    assert found.dtype == "float32" and 0 < found.nonfinite <= found.elements
+    assert "first non-finite gradient" in found.describe()
+    # Off by default, and gone afterwards: the same backward outside the guard records nothing.
+    with NonFiniteGuard(model) as quiet:
+        model(torch.randn(2, 4)).abs().sqrt().sum().backward()
+    assert quiet.first_gradient is None and values.first_gradient == found

@@ -35,6 +35,7 @@ from shared.culprit.guards import (
     Mismatch,
     MismatchGuard,
     NonFinite,
+    NonFiniteGradient,
     NonFiniteGuard,
     as_record,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "Mismatch",
     "MismatchGuard",
     "NonFinite",
+    "NonFiniteGradient",
     "NonFiniteGuard",
     "OpWatch",
     "as_record",

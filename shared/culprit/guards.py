@@ -271,6 +271,23 @@ class NonFinite:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class NonFiniteGradient:
+    """The first parameter whose gradient held inf or NaN, in the order backward computes them
+    (from the loss toward the inputs: the first one is nearest where the gradient went bad)."""
+
+    parameter: str  # module path, then the parameter's own name
+    dtype: str
+    nonfinite: int
+    elements: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.parameter}: gradient {self.dtype} with {self.nonfinite} of {self.elements} "
+            f"elements inf/NaN (the first non-finite gradient of the backward pass)"
+        )
+
+
 class NonFiniteGuard(_ModuleWatch):
     """Context manager: name the first module that *produced* inf or NaN (its inputs finite),
     not the modules that merely passed it on (as fairseq's NanDetector and transformers'
@@ -281,13 +298,31 @@ class NonFiniteGuard(_ModuleWatch):
     names modules from the start (else they are named by their class when first called).
     """
 
-    def __init__(self, model: nn.Module | None = None):
+    def __init__(self, model: nn.Module | None = None, gradients: bool = False):
         super().__init__(model)
         self.first: NonFinite | None = None
         self._module: nn.Module | None = None
+        # Training NaNs often start in the backward pass (fairseq's NanDetector watches both).
+        self.gradients = gradients
+        self.first_gradient: NonFiniteGradient | None = None
 
     def _hook(self, module: nn.Module):
+        if self.gradients:
+            for name, parameter in module.named_parameters(recurse=False):
+                if parameter.requires_grad:
+                    where = f"{self._names[module]}.{name}"
+                    self._handles.append(parameter.register_hook(self._gradient_check(where)))
         return module.register_forward_hook(self._on_return, with_kwargs=True)
+
+    def _gradient_check(self, where: str):
+        def check(grad: torch.Tensor) -> None:
+            if self.first_gradient is not None or bool(torch.isfinite(grad).all()):
+                return
+            self.first_gradient = NonFiniteGradient(
+                where, _dtype_name(grad.dtype), int((~torch.isfinite(grad)).sum()), grad.numel()
+            )
+
+        return check
 
     def _on_return(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         if self.first is not None:
