@@ -142,10 +142,10 @@ _WORD = re.compile(r"[a-z][a-z0-9_]*|<pad>|\d+[a-z]+", re.IGNORECASE)
 MIN_CORRECTABLE, SPELLING_CUTOFF = 5, 85  # a shorter word is too easily another one
 SYMPTOM_MIN_SCORE, FAMILY_MIN_SCORE = 2.0, 2.0  # BM25 scores below which nothing fits
 GUARD_LINES = {
-    "nan": ("from shared.culprit import NonFiniteGuard   # the gallery's shared/culprit.py",
-            "with NonFiniteGuard(model) as guard: loss = step(batch)   # your forward",
-            "print(guard.first.describe() if guard.first else 'no inf/NaN produced')"),
-    "mix": ("from shared.culprit import MismatchGuard   # the gallery's shared/culprit.py",
+    "nan": ("from shared.culprit import NonFiniteGuard   # the gallery's shared/culprit/",
+            "with NonFiniteGuard(model, gradients=True) as guard: step(batch)   # forward, backward",
+            "print(found.describe() if (found := guard.first or guard.first_gradient) else 'none')"),
+    "mix": ("from shared.culprit import MismatchGuard   # the gallery's shared/culprit/",
             "with MismatchGuard(model) as guard: loss = step(batch)   # your forward",
             "print(guard.first.describe() if guard.first else 'no dtype/device mismatch')"),
 }  # fmt: skip
