@@ -3,7 +3,13 @@ with low_cpu_mem_usage=True: the head's float32 copy is kept, and float16 hidden
 
 import torch
 from peft import PeftModel
-from tiny_lora_adapter_dtype import float32_reference, prompt, save_float32_adapter, save_tiny_checkpoint
+from tiny_lora_adapter_dtype import (
+    float32_reference,
+    head_logits,
+    prompt,
+    save_float32_adapter,
+    save_tiny_checkpoint,
+)
 from transformers import LlamaForCausalLM
 
 from shared.checks import compare_to_reference, pick_device
@@ -16,5 +22,5 @@ reference = float32_reference(checkpoint, adapter).to(device)
 base = LlamaForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float16).to(device)
 model = PeftModel.from_pretrained(base, adapter, low_cpu_mem_usage=True).eval()
 with torch.no_grad():
-    logits = model(prompt().to(device)).logits  # raises in lm_head: float16 input, float32 weight
+    logits = head_logits(model, prompt().to(device))  # raises in lm_head: float16 input, float32 weight
 compare_to_reference("logits", logits, reference, dtype=torch.float16)

@@ -3,7 +3,13 @@ cast to the base dtype: the head copy and the LoRA weights in float16."""
 
 import torch
 from peft import PeftModel
-from tiny_lora_adapter_dtype import float32_reference, prompt, save_float32_adapter, save_tiny_checkpoint
+from tiny_lora_adapter_dtype import (
+    float32_reference,
+    head_logits,
+    prompt,
+    save_float32_adapter,
+    save_tiny_checkpoint,
+)
 from transformers import LlamaForCausalLM
 
 from shared.checks import compare_to_reference, pick_device
@@ -17,5 +23,5 @@ base = LlamaForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float16).t
 model = PeftModel.from_pretrained(base, adapter, low_cpu_mem_usage=True).eval()
 model.to(torch.float16)  # the fix: the adapters (and the head copy) in the base dtype
 with torch.no_grad():
-    logits = model(prompt().to(device)).logits  # raises in lm_head: float16 input, float32 weight
+    logits = head_logits(model, prompt().to(device))  # raises in lm_head: float16 input, float32 weight
 compare_to_reference("logits", logits, reference, dtype=torch.float16)

@@ -62,3 +62,18 @@ def float32_reference(checkpoint: Path, adapter: Path) -> torch.Tensor:
     base = LlamaForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float32)
     with torch.no_grad():
         return PeftModel.from_pretrained(base, adapter).eval()(prompt()).logits
+
+
+def head_logits(model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
+    """The logits as the output head computes them. Llama's forward upcast its logits to float32
+    up to transformers 4.45 (``.float()``), so the returned logits' dtype is the library's
+    choice; the head's own output shows the dtype the model really ran in."""
+    seen: dict[str, torch.Tensor] = {}
+    hook = model.get_output_embeddings().register_forward_hook(
+        lambda module, args, output: seen.setdefault("logits", output)
+    )
+    try:
+        model(input_ids)
+    finally:
+        hook.remove()
+    return seen["logits"]
