@@ -24,7 +24,7 @@ from pathlib import Path
 RELEASES = [
     ("alpha", "1.0", "2024-01-01", (), "VERSION = '1.0'\n"),
     ("alpha", "1.1", "2024-03-01", (), "VERSION = '1.1'\n"),
-    ("alpha", "2.0", "2024-06-01", (), "VERSION = '2.0'\n"),
+    ("alpha", "2.0", "2024-06-01", (), "VERSION = '2.0'\nNEW_IN_2 = True\n"),
     ("beta", "1.0", "2023-12-01", ("alpha",), "import alpha\n"),
     ("setuptools", "60.0", "2023-01-01", (), ""),
     ("peft", "0.10.0", "2023-06-01", (), "VERSION = '0.10.0'\n"),
@@ -35,7 +35,12 @@ RELEASES = [
     ("peft", "0.13.0", "2024-05-01", (), "VERSION = '0.13.0'\n"),
     # A library whose import needs a module no rule provides (as bitsandbytes needed triton).
     ("accelerate", "0.1.0", "2023-01-01", (), "import triton\n"),
+    # A floor declared too low (as torch-optimi 0.3 declares torch >= 2.2 and imports a name
+    # torch has from 2.4): alpha 1.x resolves, and the import fails.
+    ("torch-optimi", "0.3.3", "2024-07-01", ("alpha>=1.0",), "from alpha import NEW_IN_2\n"),
 ]
+# Where a distribution's import name differs from its name (catalog.EXTRA_PACKAGES).
+MODULES = {"torch-optimi": "optimi"}
 
 
 def _record_hash(data: bytes) -> str:
@@ -91,7 +96,7 @@ def serve(folder: Path) -> LocalIndex:
     folder.mkdir(parents=True, exist_ok=True)
     uploads: dict[str, list[tuple[Path, str]]] = {}
     for name, version, day, requires, source in RELEASES:
-        module = {f"{name}/__init__.py": source.encode()}
+        module = {f"{MODULES.get(name, name)}/__init__.py": source.encode()}
         wheel = build_wheel(folder, name, version, requires, module)
         uploads.setdefault(name, []).append((wheel, f"{day}T00:00:00Z"))
     version, files = _this_packaging()

@@ -129,6 +129,26 @@ def test_a_library_that_cannot_be_imported_stops_the_set_naming_it(uv_index, tmp
     ]
 
 
+def test_a_library_a_variant_declares_that_cannot_be_imported_stops_the_set(uv_index, tmp_path):
+    """torch-optimi by its import name (optimi): its declared floor resolves an alpha that lacks
+    the name it imports; exit 2 naming the library and that name, not a missing module."""
+    python = new_environment(tmp_path / "env")
+    chosen = LibrarySet("optimi-old-alpha", ("torch-optimi", "alpha==1.1", "packaging"), ())
+    install(chosen, python, tmp_path / "s")
+    run = environment_command(python, tmp_path / "broken", chosen)
+    assert run.returncode == 2
+    assert (
+        "matrix: error: optimi-old-alpha: torch-optimi 0.3.3 cannot be imported: ImportError: "
+        "cannot import name 'NEW_IN_2' from 'alpha'"
+    ) in run.stderr
+    (failure,) = import_failures(python)
+    assert (failure.package, failure.missing_module) == ("torch-optimi", None)
+
+    install(LibrarySet("optimi-new-alpha", ("torch-optimi", "packaging"), ()), python,
+            tmp_path / "t")  # fmt: skip
+    assert import_failures(python) == []
+
+
 CASE, VARIANT = "lora-fp16-gradscaler", "peft_default"  # a real one: the bisection loads it
 
 

@@ -6,10 +6,10 @@
   install`` only adds, so a reused environment would not be the set's stack); a lock file is
   synced to as it is. nox's matrix session and the tests run these same commands.
 - :func:`installed_packages`: every distribution an interpreter sees, with its version.
-- :func:`import_failures`: each installed library of ``catalog.VERSIONED_PACKAGES`` imported in
-  a child process of the environment's interpreter. A library that cannot be imported is an
+- :func:`import_failures`: each installed library the cases import (:data:`LIBRARIES`) imported
+  in a child process of the environment's interpreter. A library that cannot be imported is an
   environment error, never a verdict: the matrix stops with exit 2 naming the set, the library
-  and the missing module before any case runs.
+  and the missing module (or name) before any case runs.
 
 No torch here: the child processes import the libraries, this module does not.
 """
@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.harness.catalog import VERSIONED_PACKAGES
+from shared.harness.catalog import EXTRA_PACKAGES, VERSIONED_PACKAGES
 from shared.harness.library_sets import UNDECLARED_IMPORTS, LibrarySet
 
 
@@ -74,6 +74,12 @@ def platform_description(python: str = sys.executable) -> dict[str, str]:
     return {"python": version, "machine": f"{platform.system()} {platform.machine()}"}
 
 
+# Every library the cases import, distribution name -> import name: the versioned ones and those
+# some variants declare besides (a release may declare too low a floor: torch-optimi 0.3 says
+# torch >= 2.2 and imports a name torch has from 2.4).
+LIBRARIES = {**{name: name for name in VERSIONED_PACKAGES}, **EXTRA_PACKAGES}
+
+
 @dataclass(frozen=True)
 class ImportFailure:
     """A library installed in the environment that its interpreter cannot import."""
@@ -84,11 +90,12 @@ class ImportFailure:
     missing_module: str | None  # the module a ModuleNotFoundError names, else None
 
     def describe(self, library_set: str = "this environment") -> str:
-        """One line naming the set (or the environment), the library and the missing module."""
-        missing = f"no module named {self.missing_module!r}" if self.missing_module else self.error
+        """One line naming the set (or the environment), the library and what is missing."""
+        missing = (f"no module named {self.missing_module!r} ({self.error})"
+                   if self.missing_module else self.error)  # fmt: skip
         return (
-            f"{library_set}: {self.package} {self.version} cannot be imported: {missing} "
-            f"({self.error}); an environment error, not a verdict: no case was run"
+            f"{library_set}: {self.package} {self.version} cannot be imported: {missing}; "
+            "an environment error, not a verdict: no case was run"
         )
 
 
@@ -102,28 +109,30 @@ for name in sys.argv[1:]:
     except BaseException as exc:
         lines = str(exc).strip().splitlines()
         failed[name] = [f"{type(exc).__name__}: {lines[0] if lines else ''}",
-                        getattr(exc, "name", None) if isinstance(exc, ImportError) else None]
+                        exc.name if isinstance(exc, ModuleNotFoundError) else None]
 print("\\n" + json.dumps(failed))
 """
 
 
 def import_failures(
-    python: str = sys.executable, packages: tuple[str, ...] = VERSIONED_PACKAGES
+    python: str = sys.executable, packages: dict[str, str] = LIBRARIES
 ) -> list[ImportFailure]:
-    """Import each of ``packages`` installed for ``python``, in one child process of its own
-    (its import noise captured, not shown); return those that fail, in ``packages`` order."""
+    """Import each of ``packages`` (distribution name -> import name) installed for ``python``,
+    in one child process of its own (its import noise captured, not shown); return those that
+    fail, in ``packages`` order."""
     installed = {name.lower(): version for name, version in installed_packages(python).items()}
     present = [name for name in packages if name.lower() in installed]
     if not present:
         return []
-    child = subprocess.run([python, "-c", _IMPORT_EACH, *present], capture_output=True, text=True)
+    modules = [packages[name] for name in present]
+    child = subprocess.run([python, "-c", _IMPORT_EACH, *modules], capture_output=True, text=True)
     if child.returncode != 0:  # the child itself died (a crash inside an import)
         last = (child.stderr.strip().splitlines() or ["no output"])[-1]
         return [ImportFailure(name, installed[name.lower()], f"the importing process died: "
                               f"{last}", None) for name in present]  # fmt: skip
     failed = json.loads(child.stdout.strip().splitlines()[-1])
     return [
-        ImportFailure(name, installed[name.lower()], *failed[name])
+        ImportFailure(name, installed[name.lower()], *failed[packages[name]])
         for name in present
-        if name in failed
+        if packages[name] in failed
     ]
