@@ -42,12 +42,17 @@ MESSAGE = "mat1 and mat2 must have the same dtype, but got Float and BFloat16"
 
 
 def write_report(
-    folder: Path, verdict: str, transformers: str, peft: str | None = None, case: str = "demo"
+    folder: Path,
+    verdict: str,
+    transformers: str,
+    peft: str | None = None,
+    case: str = "demo",
+    torch: str = "2.13.0",
 ) -> Path:
     """A gallery report (the one report type the harness writes) with one broken variant."""
     error = ErrorRecord("RuntimeError", "builtins.RuntimeError", MESSAGE + "\nmore lines",
                         ("x.py:f",))  # fmt: skip
-    installed = {"torch": "2.13.0", "transformers": transformers, "numpy": "2.4.6"}
+    installed = {"torch": torch, "transformers": transformers, "numpy": "2.4.6"}
     if peft:
         installed["peft"] = peft
     folder.mkdir(parents=True, exist_ok=True)
@@ -60,7 +65,7 @@ def write_report(
         finished="2026-11-22T12:00:00+00:00",
         python="3.11.7",
         versions={
-            "torch": "2.13.0",
+            "torch": torch,
             "transformers": transformers,
             "diffusers": None,
             "peft": peft,
@@ -225,6 +230,23 @@ def test_a_flip_with_several_libraries_changing_at_once_says_so(tmp_path):
     collect(matrix_dir, "old", write_report(runs / "old", "REPRODUCED", "4.57.3", peft="0.11.1"))
     collect(matrix_dir, "new", write_report(runs / "new", "UNAFFECTED", "5.23.0", peft="0.12.0"))
     assert "peft changed at the same step too" in table_text(matrix_dir)
+
+
+def test_a_flip_is_one_librarys_when_some_pair_across_the_cut_differs_in_it_alone(tmp_path):
+    """Other stacks at the versions either side of a cut (another torch) do not hide the two
+    sets that differ in the library alone, whatever order the sets sort in."""
+    runs, matrix_dir = tmp_path / "runs", tmp_path / "matrix"
+    # Sets of one version sort by name: the users' stacks are the ones next to the cut.
+    for name, verdict, peft, torch in (
+        ("peft-old", "REPRODUCED", "0.11.1", "2.13.0"), ("z-user", "REPRODUCED", "0.11.1", "2.3.1"),
+        ("a-user", "UNAFFECTED", "0.12.0", "2.5.1"), ("peft-new", "UNAFFECTED", "0.12.0", "2.13.0"),
+    ):  # fmt: skip
+        collect(matrix_dir, name, write_report(runs / name, verdict, "5.23.0", peft, torch=torch))
+    (flip,) = flips(all_rows(matrix_dir))
+    assert (flip["package"], flip["also_changed"]) == ("peft", [])
+    shutil.rmtree(matrix_dir / "sets" / "peft-new")  # now every pair across the cut differs
+    (flip,) = flips(all_rows(matrix_dir))
+    assert flip["also_changed"] == ["torch"]
 
 
 def test_a_set_whose_run_did_not_finish_is_an_error(tmp_path, capsys):

@@ -119,10 +119,11 @@ def flips(rows: list[Row], bisections: list[Bisection] = ()) -> list[dict]:
     For each case/variant and library, the sets that ran it (skips are not measurements) are
     ordered by that library's version and cut where the verdict changes; each cut must fall
     between two different versions, or that library does not explain the change. A boundary is
-    the library's alone when the two sets on either side of every cut differ in no other
-    library; otherwise the others that changed there too are named, and of such splits the one
-    a bisection located (else the one with the fewest cuts) is shown. A cut that a bisection of
-    the same case, variant and library located carries its first release.
+    the library's alone when at every cut some set of the version before it and some set of the
+    version after it differ in no other library (however many other sets ran those versions);
+    otherwise the others that changed between the closest such pair are named, and of such
+    splits the one a bisection located (else the one with the fewest cuts) is shown. A cut that
+    a bisection of the same case, variant and library located carries its first release.
     """
     found = []
     for key in dict.fromkeys((row.case, row.variant) for row in rows):
@@ -176,35 +177,47 @@ def _split_by(rows: list[Row], package: str) -> dict | None:
         return None
     if len(versioned) != len(rows):
         return None  # a set without the package cannot be placed on its axis
+    groups: list[list[Row]] = []  # the sets of one version of the library, in version order
+    for index, (version, row) in enumerate(versioned):
+        if index and version == versioned[index - 1][0]:
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    if any(len({row.verdict for row in group}) > 1 for group in groups):
+        return None  # one version, two verdicts: not this library's doing
     segments: list[dict] = []  # runs of one verdict: {"verdict", "first", "last"}
     also_changed: set[str] = set()
-    previous = None
-    for version, row in versioned:
-        if segments and row.verdict == segments[-1]["verdict"]:
-            segments[-1]["last"] = row.versions[package]
-        else:
-            if previous is not None:
-                if previous[0] == version:
-                    return None  # one version, two verdicts: not this library's doing
-                # A library installed on one side only is one the case does not use (a case
-                # missing a library it needs is SKIPPED, not measured).
-                before, after = previous[1].versions, row.versions
-                also_changed |= {
-                    other
-                    for other in VERSIONED_PACKAGES
-                    if other != package
-                    and other in before
-                    and other in after
-                    and before[other] != after[other]
-                }
-            segments.append({"verdict": row.verdict, "first": row.versions[package],
-                             "last": row.versions[package]})  # fmt: skip
-        previous = (version, row)
+    for index, group in enumerate(groups):
+        version = group[0].versions[package]
+        if segments and group[0].verdict == segments[-1]["verdict"]:
+            segments[-1]["last"] = version
+            continue
+        if segments:  # a cut: the pair of sets across it that differs least in the others
+            also_changed |= min(
+                (_others_changed(before, after, package)
+                 for before in groups[index - 1] for after in group),
+                key=len,
+            )  # fmt: skip
+        segments.append({"verdict": group[0].verdict, "first": version, "last": version})
     return {
         "package": package,
         "segments": segments,
         "sets": [r.set for _, r in versioned],
         "also_changed": sorted(also_changed, key=VERSIONED_PACKAGES.index),
+    }
+
+
+def _others_changed(before: Row, after: Row, package: str) -> set[str]:
+    """The libraries besides ``package`` whose versions differ between two sets. A library
+    installed on one side only is one the case does not use (a case missing a library it needs
+    is SKIPPED, not measured)."""
+    return {
+        other
+        for other in VERSIONED_PACKAGES
+        if other != package
+        and other in before.versions
+        and other in after.versions
+        and before.versions[other] != after.versions[other]
     }
 
 
