@@ -21,6 +21,18 @@ def test_an_error_record_is_relative_and_names_its_raise_site():
     assert not any(frame.startswith("/") for frame in error.frames)
 
 
+def test_an_error_message_naming_a_file_names_it_relative():
+    """As a library's ImportError does (torch-optimi 0.3 on torch < 2.4): no machine path in a
+    report."""
+    library = "/env/lib/python3.11/site-packages/torch/utils/_foreach_utils.py"
+    with pytest.raises(ImportError) as caught:
+        raise ImportError(f"cannot import name 'x' from 'torch.utils' ({library}); {REPO_ROOT}/a")
+    error = ErrorRecord.of(caught.value)
+    assert error.message == (
+        "cannot import name 'x' from 'torch.utils' (torch/utils/_foreach_utils.py); a"
+    )
+
+
 def test_a_library_error_under_a_watcher_is_the_librarys_not_the_gallerys():
     """OpWatch (a TorchFunctionMode) passes every torch call on: the error CPU torch raises for
     a bfloat16 FFT (freeu-fft's broken variants on some stacks) is raised by torch, in the

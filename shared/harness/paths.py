@@ -27,7 +27,8 @@ def relative(path: str | Path) -> str:
     return text[len(root) :] if text.startswith(root) else text
 
 
-_LIBRARY_PREFIX = re.compile(r"[^\s\"']*?/(?:site|dist)-packages/")
+# A path's prefix up to site-packages, not the bracket or quote around the path.
+_LIBRARY_PREFIX = re.compile(r"[^\s\"'(\[<=]*?/(?:site|dist)-packages/")
 
 
 def relative_text(text: str) -> str:

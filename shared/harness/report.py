@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shared.harness.paths import relative
+from shared.harness.paths import relative, relative_text
 from shared.record import raised
 
 # The verdict kinds. REPRODUCED, PASSED and UNAFFECTED are the documented behaviour; SKIPPED is
@@ -57,7 +57,7 @@ class ErrorRecord:
         return cls(
             type=data["type"],
             qualified_type=data["qualified_type"],
-            message=data["message"],
+            message=relative_text(data["message"]),  # an ImportError names a file, for one
             frames=tuple(f"{relative(file)}:{function}" for file, function in frames),
             in_gallery=innermost is not None
             and any(innermost.is_relative_to(folder) for folder in gallery_dirs),
