@@ -23,15 +23,8 @@ from conftest import ROOT
 from shared.harness.by_hand import judge_by_hand, recorded_result
 from shared.harness.catalog import case_names, load_case
 from shared.harness.lines import PREFIX, by_hand_line
-from shared.harness.report import (
-    ANOMALIES,
-    PASSED,
-    REPRODUCED,
-    SKIPPED,
-    UNAFFECTED,
-    Verdict,
-)
-from shared.harness.verdicts import Platform
+from shared.harness.report import Verdict
+from shared.harness.verdicts import ANOMALIES, PASSED, REPRODUCED, SKIPPED, UNAFFECTED, Platform
 
 CASES = {name: load_case(name) for name in case_names()}
 VARIANTS = [(case, variant.name) for case in CASES.values() for variant in case.variants]

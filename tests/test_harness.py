@@ -6,6 +6,8 @@ read the verdicts from the JSON report and the printed lines.
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import shutil
 import subprocess
 import textwrap
@@ -457,6 +459,40 @@ def test_malformed_case_is_a_clear_error(tmp_path):
     run = run_gallery("typo", "--cases-dir", str(tmp_path / "cases"), report_dir=tmp_path)
     assert run.returncode == 2
     assert "unknown key(s) ['expects']" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("library", "start"), [("peft", "fork"), ("peft", "spawn"), ("bitsandbytes", "fork")]
+)
+def test_an_installed_library_that_cannot_be_imported_stops_the_run(tmp_path, library, start):
+    """Never a verdict: exit 2 naming the library, its version and the missing module, before
+    any variant runs; forking, in the parent's preload (or a child, for a library the parent must
+    not import); spawning, in a child. A stand-in package earlier on the path fails as peft 0.11
+    did without setuptools."""
+    shadow = tmp_path / "shadow" / library
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("import setuptools_not_installed_here\n")
+    scripts = {"broken.py": f"import {library}\n", "fixed.py": f"import {library}\n"}
+    toml = (
+        'title = "t"\nsummary = "s"\ncause = "c"\nfamily = "dtype-mix"\nproject = "tests"\n'
+        'issue = "https://example.invalid/1"\nera_start = 2024-01-01\n'
+        '[[variant]]\nname = "broken"\nscript = "broken.py"\nexpect = "error"\n'
+        'error = "RuntimeError"\nmessage = "x"\n'
+        '[[variant]]\nname = "fixed"\nscript = "fixed.py"\nexpect = "pass"\n'
+    )
+    write_case(tmp_path / "cases", "imports", toml, scripts)
+    run = run_gallery(
+        "imports", "--cases-dir", str(tmp_path / "cases"), report_dir=tmp_path / "r",
+        env={"PYTHONPATH": str(shadow.parent), "GALLERY_START": start},
+    )  # fmt: skip
+    assert run.returncode == 2, run.stdout + run.stderr
+    version = importlib.metadata.version(library)
+    assert (
+        f"gallery: error: this environment: {library} {version} cannot be imported: no module "
+        "named 'setuptools_not_installed_here'"
+    ) in run.stderr
+    assert "not a verdict" in run.stderr
+    assert not (tmp_path / "r" / "imports.json").exists()
 
 
 def test_only_runs_the_named_variants(tmp_path):

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
-from shared.harness.catalog import FAILURES, CaseError, case_names, load_case
+from shared.harness.catalog import CaseError, case_names, load_case
+from shared.harness import verdicts
+from shared.harness.verdicts import FAILURES
 
 GOOD = """
 title = "t"
@@ -279,3 +284,23 @@ def test_under_complete_env_a_declared_package_missing_is_exit_2_naming_it(monke
     )
     assert cli.main(["run", "bf16-pure-training", "--complete-env"]) == cli.ExitCode.USAGE_ERROR
     assert "torch-optimi (bf16-pure-training/fixed_kahan)" in capsys.readouterr().err
+
+
+def _string_constants(module: Path) -> set[str]:
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def test_verdict_kinds_and_expectation_keys_are_made_in_verdicts_alone():
+    """A new verdict kind or expectation key is a change to shared/harness/verdicts.py (and its
+    test): no other module of the gallery spells a kind, and the catalog hands case.toml's
+    expectation keys over without naming one."""
+    kinds = {verdicts.SKIPPED, *verdicts.EXPECTED_KINDS, *verdicts.ANOMALIES}
+    harness = Path(verdicts.__file__).parent
+    spelled = {
+        str(module.relative_to(harness.parent.parent)): sorted(found)
+        for module in harness.parent.rglob("*.py")
+        if module != Path(verdicts.__file__) and (found := _string_constants(module) & kinds)
+    }
+    assert spelled == {}
+    assert _string_constants(harness / "catalog.py") & set(verdicts.EXPECTATION_KEYS) == set()

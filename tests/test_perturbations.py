@@ -13,8 +13,8 @@ import importlib.metadata
 import pytest
 from conftest import read_report, run_gallery
 
-from shared.harness.catalog import SILENT_FAILURES, VERSIONED_PACKAGES, case_names, load_case
-from shared.harness.report import REPRODUCED, UNAFFECTED
+from shared.harness.catalog import VERSIONED_PACKAGES, case_names, load_case
+from shared.harness.verdicts import REPRODUCED, SILENT_FAILURES, UNAFFECTED
 from shared.tiny_models import OTHER_SEED_OFFSET, PERTURBATIONS
 
 

@@ -3,7 +3,8 @@
 - ``catalog``: the case folders and their ``case.toml`` (validated on load).
 - ``report``: the one format of what a run observed (per process, per variant, per case).
 - ``runner`` / ``executor``: each variant in a fresh process, with a time limit.
-- ``verdicts``: observation + expectation -> REPRODUCED, PASSED, SKIPPED or an anomaly.
+- ``verdicts``: the verdict kinds, the expectations case.toml states, and ``judge``:
+  observation + expectation -> REPRODUCED, PASSED, UNAFFECTED, SKIPPED or an anomaly.
 - ``cli``: ``python -m shared.harness run|list|matrix|site|benchmark``.
 - ``matrix``: the regression matrix's tables; ``site``: the static site; ``benchmark``.
 """

@@ -39,7 +39,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from shared.harness import store
+from shared.harness import ExitCode, store
 from shared.harness.catalog import CaseError, load_case
 from shared.harness.environment import install_commands, installed_packages, platform_description
 from shared.harness.library_sets import (
@@ -91,10 +91,10 @@ def bisect_command(args: argparse.Namespace) -> int:
         bisection, environment = run_bisection(args, args.python)
     except (BisectError, CaseError, LibrarySetError) as exc:
         print(f"bisect: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE_ERROR
     path = store.store_bisection(args.matrix_dir / BISECTIONS, bisection, environment)
     print(f"\n{summary(bisection)}\nrecorded in {relative(path)}")
-    return 1 if bisection.flaky else 0
+    return ExitCode.ANOMALIES if bisection.flaky else ExitCode.OK
 
 
 def summary(bisection: Bisection) -> str:

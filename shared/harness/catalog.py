@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import datetime
-import re
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -18,12 +17,18 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from shared.harness.paths import CASES_DIR, relative
+from shared.harness.verdicts import (
+    EXPECTATION_KEYS,
+    FAILURES,
+    SILENT_FAILURES,
+    VERSIONED_PACKAGES,
+    Expectation,
+    unmet_version,
+)
 from shared.hazards import HAZARDS
 
 METADATA_FILE = "case.toml"
 
-# Packages whose versions an expectation or a requirement may depend on.
-VERSIONED_PACKAGES = ("torch", "transformers", "diffusers", "peft", "accelerate", "bitsandbytes")
 # What a stack brings along with those (their own dependencies): a case script may import these
 # without declaring them. By import name.
 STACK_IMPORTS = (*VERSIONED_PACKAGES, "numpy", "PIL", "packaging", "safetensors", "tokenizers",
@@ -32,25 +37,6 @@ STACK_IMPORTS = (*VERSIONED_PACKAGES, "numpy", "PIL", "packaging", "safetensors"
 # scripts' imports), so that where it is missing the variant is SKIPPED naming it.
 # Distribution name -> import name.
 EXTRA_PACKAGES = {"torch-optimi": "optimi"}
-# error: raises the documented exception; symptom: runs clean, a measured figure is out of
-# range; warning: runs clean, the library issues the documented warning; pass: a fix, clean
-# and checked; absent: a broken variant on versions where the failure does not happen.
-EXPECTS = ("error", "symptom", "warning", "pass", "absent")
-FAILURES = ("error", "symptom", "warning")
-SILENT_FAILURES = ("symptom", "warning")  # the failures that raise nothing
-# The keys of an expectation; a `when` entry may override any of them.
-EXPECTATION_KEYS = (
-    "expect", "error", "message", "raised_in", "culprit", "symptom", "above", "below",
-    "warning", "issued_in", "note",
-)  # fmt: skip
-# What each kind of expectation takes besides `expect` and `note` (the others are refused).
-KEYS_OF = {
-    "error": {"error", "message", "raised_in", "culprit"},
-    "symptom": {"symptom", "above", "below"},
-    "warning": {"warning", "message", "issued_in"},
-    "pass": set(),
-    "absent": {"symptom", "above", "below", "warning", "message", "issued_in"},
-}
 LAUNCHERS = ("python", "torchrun")
 # The families of failure a case belongs to (`family = "..."`): the index groups cases by them.
 FAMILIES = {
@@ -102,38 +88,6 @@ class Requirements:
 
 
 @dataclass(frozen=True)
-class Expectation:
-    """What a variant is documented to do (see EXPECTS)."""
-
-    expect: str
-    error: str = ""  # exception type
-    messages: tuple[str, ...] = ()  # regexes (re.search): the exception's or warning's message
-    raised_in: str = ""  # regex over the exception's frames ("path:function")
-    culprit: str = ""  # regex over the module the mismatch guard names
-    symptom: str = ""  # the label a shared.checks.measure_* call recorded
-    above: float | None = None  # the failure: the measured figure > above ...
-    below: float | None = None  # ... or < below
-    warning: str = ""  # warning category
-    issued_in: str = ""  # regex over where the warning was attributed ("path:lineno")
-    note: str = ""
-
-    def message_matches(self, message: str) -> bool:
-        return any(re.search(pattern, message) for pattern in self.messages)
-
-    def symptom_present(self, value: float) -> bool:
-        """Whether a measured figure is the documented failure (NaN counts as failure)."""
-        if value != value:  # NaN
-            return True
-        if self.above is not None:
-            return value > self.above
-        return value < self.below
-
-    @property
-    def threshold_text(self) -> str:
-        return f"above {self.above:g}" if self.above is not None else f"below {self.below:g}"
-
-
-@dataclass(frozen=True)
 class Condition:
     """A ``[[variant.when]]`` entry: an expectation that holds on some versions or devices."""
 
@@ -146,15 +100,6 @@ class Condition:
         if self.device and self.device != device:
             return False
         return unmet_version(self.packages, versions) is None
-
-
-def unmet_version(packages: dict[str, SpecifierSet], versions: dict[str, str | None]) -> str | None:
-    """The first package whose installed version is outside its specifier, said plainly."""
-    for name, spec in packages.items():
-        version = versions.get(name)
-        if version is None or not spec.contains(version, prereleases=True):
-            return f"needs {name}{spec}, found {version or 'none'}"
-    return None
 
 
 @dataclass(frozen=True)
@@ -381,49 +326,10 @@ def _audit(raw: dict, where: str) -> str:
 
 
 def _parse_expectation(raw: dict, where: str) -> Expectation:
-    expect = raw.get("expect")
-    if expect not in EXPECTS:
-        raise CaseError(f"{where}: expect must be one of {EXPECTS}, got {expect!r}")
-    refused = sorted(set(raw) - KEYS_OF[expect] - {"expect", "note"})
-    if refused:
-        raise CaseError(f"{where}: expect = {expect!r} takes no {refused}")
-    for key in ("error", "raised_in", "culprit", "symptom", "warning", "issued_in", "note"):
-        _optional_str(raw, key, where)
-    messages = raw.get("message", ())
-    messages = (messages,) if isinstance(messages, str) else tuple(messages)
-    for pattern in (*messages, *(raw.get(k, "") for k in ("raised_in", "culprit", "issued_in"))):
-        try:
-            re.compile(pattern)
-        except (re.error, TypeError) as exc:
-            raise CaseError(f"{where}: bad regular expression {pattern!r}: {exc}") from None
-    bounds = {key: raw[key] for key in ("above", "below") if key in raw}
-    for key, value in bounds.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise CaseError(f"{where}: {key} must be a number")
-    if expect == "error" and not (raw.get("error") and messages):
-        raise CaseError(f"{where}: expect = 'error' needs both 'error' (type) and 'message'")
-    if expect == "warning" and not (raw.get("warning") and messages):
-        raise CaseError(
-            f"{where}: expect = 'warning' needs both 'warning' (category) and 'message'"
-        )
-    if expect == "symptom" and not (raw.get("symptom") and len(bounds) == 1):
-        raise CaseError(f"{where}: expect = 'symptom' needs 'symptom' (the measured label) and "
-                        "exactly one of 'above' / 'below' (where the failure starts)")  # fmt: skip
-    if expect == "absent" and raw.get("symptom") and len(bounds) != 1:
-        raise CaseError(f"{where}: an absent symptom needs exactly one of 'above' / 'below'")
-    return Expectation(
-        expect=expect,
-        error=raw.get("error", ""),
-        messages=messages,
-        raised_in=raw.get("raised_in", ""),
-        culprit=raw.get("culprit", ""),
-        symptom=raw.get("symptom", ""),
-        above=bounds.get("above"),
-        below=bounds.get("below"),
-        warning=raw.get("warning", ""),
-        issued_in=raw.get("issued_in", ""),
-        note=raw.get("note", ""),
-    )
+    try:
+        return Expectation.from_table(raw)
+    except ValueError as exc:
+        raise CaseError(f"{where}: {exc}") from None
 
 
 def _parse_condition(raw: dict, base: Expectation, where: str) -> Condition:
@@ -433,28 +339,14 @@ def _parse_condition(raw: dict, base: Expectation, where: str) -> Condition:
         raise CaseError(f"{where}: a 'when' entry must override something")
     if raw.get("device", "cpu") not in ("cpu", "cuda"):
         raise CaseError(f"{where}: device must be 'cpu' or 'cuda'")
-    inherited = {
-        "error": base.error,
-        "message": list(base.messages),
-        "raised_in": base.raised_in,
-        "culprit": base.culprit,
-        "symptom": base.symptom,
-        "above": base.above,
-        "below": base.below,
-        "warning": base.warning,
-        "issued_in": base.issued_in,
-    }
-    if {"above", "below"} & set(overrides):  # a new bound replaces the old one
-        inherited.update(above=None, below=None)
-    expect = overrides.get("expect", base.expect)
-    # Inherit what the kind takes: an `absent` entry keeps the base symptom or warning to check.
-    merged = {k: v for k, v in inherited.items() if k in KEYS_OF.get(expect, set())}
-    merged = {k: v for k, v in merged.items() if v not in (None, "", [])}
-    merged.update({"expect": expect, "note": base.note, **overrides})
+    try:
+        expectation = base.overridden(overrides)
+    except ValueError as exc:
+        raise CaseError(f"{where}: {exc}") from None
     return Condition(
         packages={p: _specifier(raw[p], where) for p in VERSIONED_PACKAGES if p in raw},
         device=raw.get("device", ""),
-        expectation=_parse_expectation(merged, where),
+        expectation=expectation,
         audit=_audit(raw, where),
     )
 

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,17 +32,28 @@ from shared.harness.catalog import (
     case_names,
     load_case,
 )
+from shared.harness.environment import LIBRARIES, ImportFailure, import_failures
 from shared.harness.lines import case_summary, verdict_row
 from shared.harness.paths import CASES_DIR, RUNS_DIR, WORK_DIR
-from shared.harness.report import (
+from shared.harness.report import CaseReport, Outcome, Verdict
+from shared.harness.runner import (
+    NOT_PRELOADED,
+    Job,
+    library_imports,
+    preload,
+    probe_cuda,
+    run_jobs,
+    start_method,
+)
+from shared.harness.verdicts import (
+    ANOMALIES,
     EXPECTED_KINDS,
     SKIPPED,
-    CaseReport,
-    Outcome,
-    Verdict,
+    Platform,
+    installed_version,
+    judge,
+    skip_reason,
 )
-from shared.harness.runner import Job, preload, probe_cuda, run_jobs, start_method
-from shared.harness.verdicts import Platform, installed_version, judge, skip_reason
 from shared.tiny_models import PERTURB_VARIABLE, PERTURBATIONS
 
 # Every case needs torch; other libraries are each case's `requires` (a case whose library is
@@ -109,8 +121,11 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
     are lazy: each verdict is printed as soon as its variant (and those before it) finished."""
     started = time.perf_counter()
     method = start_method()
-    if method == "fork":
-        preload(case.folder for case in cases)
+    failures = _unimportable(cases, method)
+    if failures:
+        for failure in failures:
+            print(f"gallery: error: {failure.describe()}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     platform = Platform.installed(tuple(probe_cuda()))
     if require_cuda and not platform.cuda_devices:
         print("gallery: error: --require-cuda, but no CUDA GPU is visible here", file=sys.stderr)
@@ -125,6 +140,26 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
         return report(cases, judged, platform, report_dir, started)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _unimportable(cases: list[Case], method: str) -> list[ImportFailure]:
+    """The installed libraries the cases import that cannot be imported: an environment error,
+    never a verdict. Forking, the parent's preload imports them anyway; those it must not import
+    (NOT_PRELOADED), or every one when spawning, are tried meanwhile in a child."""
+    imported = {"torch"} | {module.split(".")[0] for case in cases
+                            for module, _ in library_imports(case.folder)}  # fmt: skip
+    needed = {package: module for package, module in LIBRARIES.items() if module in imported}
+    elsewhere = {package: module for package, module in needed.items()
+                 if method == "spawn" or module in NOT_PRELOADED}  # fmt: skip
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        in_child = pool.submit(import_failures, sys.executable, elsewhere)
+        failed_here = preload(case.folder for case in cases) if method == "fork" else {}
+        failures = [
+            ImportFailure.of(package, version, failed_here[module])
+            for package, module in needed.items()
+            if module in failed_here and (version := installed_version(package))
+        ]
+        return failures + in_child.result()
 
 
 @dataclass(frozen=True)
@@ -277,7 +312,7 @@ def _print_header(platform: Platform, method: str, preload_s: float, parallel: i
 
 
 def _print_total(verdicts: list[Verdict], seconds: float) -> ExitCode:
-    anomalies = sum(v.is_anomaly for v in verdicts)
+    anomalies = sum(v.kind in ANOMALIES for v in verdicts)
     expected = sum(v.kind in EXPECTED_KINDS for v in verdicts)
     skipped = sum(v.kind == SKIPPED for v in verdicts)
     summary = f"{expected} as documented, {anomalies} anomalies, {skipped} skipped"

@@ -9,7 +9,8 @@
 - :func:`import_failures`: each installed library the cases import (:data:`LIBRARIES`) imported
   in a child process of the environment's interpreter. A library that cannot be imported is an
   environment error, never a verdict: the matrix stops with exit 2 naming the set, the library
-  and the missing module (or name) before any case runs.
+  and the missing module (or name) before any case runs; a plain ``run`` stops the same way
+  (``cli.run``: what its parent's preload could not import, and in a child what it must not).
 
 No torch here: the child processes import the libraries, this module does not.
 """
@@ -89,6 +90,13 @@ class ImportFailure:
     error: str  # "Type: first line", as raised
     missing_module: str | None  # the module a ModuleNotFoundError names, else None
 
+    @classmethod
+    def of(cls, package: str, version: str, exc: BaseException) -> ImportFailure:
+        """From what importing the package raised (in this process)."""
+        lines = str(exc).strip().splitlines()
+        return cls(package, version, f"{type(exc).__name__}: {lines[0] if lines else ''}",
+                   exc.name if isinstance(exc, ModuleNotFoundError) else None)  # fmt: skip
+
     def describe(self, library_set: str = "this environment") -> str:
         """One line naming the set (or the environment), the library and what is missing."""
         missing = (f"no module named {self.missing_module!r} ({self.error})"
@@ -120,6 +128,8 @@ def import_failures(
     """Import each of ``packages`` (distribution name -> import name) installed for ``python``,
     in one child process of its own (its import noise captured, not shown); return those that
     fail, in ``packages`` order."""
+    if not packages:
+        return []
     installed = {name.lower(): version for name, version in installed_packages(python).items()}
     present = [name for name in packages if name.lower() in installed]
     if not present:

@@ -40,10 +40,11 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from shared.harness.catalog import FAILURES, FAMILIES, Case, case_names, load_case
+from shared.harness import ExitCode
+from shared.harness.catalog import FAMILIES, Case, case_names, load_case
 from shared.harness.matrix import all_rows, flip_text, flips, stored_bisections
 from shared.harness.paths import MATRIX_DIR
-from shared.harness.report import REPRODUCED
+from shared.harness.verdicts import FAILURES, REPRODUCED
 
 # Families a case may not exist for yet: their answers are given all the same.
 EXTRA_FAMILIES = {
@@ -757,17 +758,17 @@ def explain_command(args: argparse.Namespace) -> int:
             text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
         except OSError as exc:
             print(f"explain: error: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
-            return 2
+            return ExitCode.USAGE_ERROR
     else:
         text = args.text or ""
     if not text.strip():
         print("explain: error: give an error message, a traceback (--file F, or - for stdin) "
               "or a symptom phrase", file=sys.stderr)  # fmt: skip
-        return 2
+        return ExitCode.USAGE_ERROR
     catalog = default_catalog()
     found = answer(text, catalog)
     if args.json:
         print(json.dumps([asdict(a) for a in found], indent=2))
     else:
         print(describe(found[0], catalog, text))
-    return 1 if found[0].kind == "none" else 0
+    return ExitCode.ANOMALIES if found[0].kind == "none" else ExitCode.OK

@@ -1,32 +1,57 @@
 """Every line a verdict is shown in, made here once: the harness's row and case summary
-(``python -m shared.harness run``) and the one sentence a run by hand ends with."""
+(``python -m shared.harness run``), the cells of the site's verdict table, and the one sentence
+a run by hand ends with."""
 
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 
 from shared.harness.catalog import Variant
 from shared.harness.matrix import all_rows, flip_text, flips, stored_bisections
-from shared.harness.report import PASSED, REPRODUCED, SKIPPED, UNAFFECTED, Verdict
-from shared.harness.verdicts import Platform
+from shared.harness.report import Verdict
+from shared.harness.verdicts import ANOMALIES, PASSED, REPRODUCED, SKIPPED, UNAFFECTED, Platform
 
 KIND_WIDTH, NAME_WIDTH = 14, 26
 PREFIX = "gallery verdict:"  # a run by hand's last line
 
 
+@dataclass(frozen=True)
+class VerdictCells:
+    """A verdict's parts as every view shows them: the harness's row, the site's table."""
+
+    kind: str
+    variant: str
+    device: str
+    seconds: str  # "-" for a variant that never ran
+    detail: str
+    notes: tuple[str, ...]  # its culprit, first inf/NaN and note, each "what: text"
+
+
+def verdict_cells(verdict: Verdict) -> VerdictCells:
+    notes = (
+        ("culprit", (verdict.culprit or {}).get("description")),
+        ("first inf/NaN", (verdict.producer or {}).get("description")),
+        ("note", verdict.note),
+    )
+    return VerdictCells(
+        kind=verdict.kind,
+        variant=verdict.variant,
+        device=verdict.device,
+        seconds="-" if verdict.kind == SKIPPED else f"{verdict.seconds:.1f}s",
+        detail=verdict.detail,
+        notes=tuple(f"{what}: {text}" for what, text in notes if text),
+    )
+
+
 def verdict_row(verdict: Verdict) -> str:
     """The harness's line for a verdict (and, under it, its culprit, first inf/NaN, note, and an
     anomaly's output tail)."""
-    seconds = f"{verdict.seconds:5.1f}s" if verdict.kind != SKIPPED else "     -"
-    lines = [f"  {verdict.kind:<{KIND_WIDTH}} {verdict.variant:<{NAME_WIDTH}} {verdict.device:<5} "
-             f"{seconds}  {verdict.detail}"]  # fmt: skip
-    if verdict.culprit:
-        lines.append(f"  {'':<{KIND_WIDTH}} culprit: {verdict.culprit['description']}")
-    if verdict.producer:
-        lines.append(f"  {'':<{KIND_WIDTH}} first inf/NaN: {verdict.producer['description']}")
-    if verdict.note:
-        lines.append(f"  {'':<{KIND_WIDTH}} note: {verdict.note}")
-    if verdict.is_anomaly and verdict.output_tail:
+    cells = verdict_cells(verdict)
+    lines = [f"  {cells.kind:<{KIND_WIDTH}} {cells.variant:<{NAME_WIDTH}} {cells.device:<5} "
+             f"{cells.seconds:>6}  {cells.detail}"]  # fmt: skip
+    lines += [f"  {'':<{KIND_WIDTH}} {note}" for note in cells.notes]
+    if verdict.kind in ANOMALIES and verdict.output_tail:
         lines.append(textwrap.indent(verdict.output_tail, "  | "))
     return "\n".join(lines)
 
@@ -40,7 +65,7 @@ def case_summary(case_name: str, case_verdicts: list[Verdict]) -> str:
         + (f" ({silent} raising nothing)" if silent and k == REPRODUCED else "")
         for k in dict.fromkeys(kinds)
     )
-    anomalies = [f"{v.variant} {v.kind}" for v in case_verdicts if v.is_anomaly]
+    anomalies = [f"{v.variant} {v.kind}" for v in case_verdicts if v.kind in ANOMALIES]
     if anomalies:
         status = "NOT AS DOCUMENTED: " + ", ".join(anomalies)
     elif all(kind == SKIPPED for kind in kinds):

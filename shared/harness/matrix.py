@@ -33,13 +33,14 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from shared.harness import store
+from shared.harness import ExitCode, store
 from shared.harness.catalog import VERSIONED_PACKAGES
 from shared.harness.environment import import_failures, installed_packages, platform_description
 from shared.harness.library_sets import LibrarySetError, library_set, named_sets, set_date
 from shared.harness.paths import MATRIX_DIR, MATRIX_REPORTS_DIR, relative
-from shared.harness.report import ANOMALIES, EXPECTED_KINDS, SKIPPED, Bisection, CaseReport
+from shared.harness.report import Bisection, CaseReport
 from shared.harness.store import BISECTIONS, SETS
+from shared.harness.verdicts import ANOMALIES, EXPECTED_KINDS, SKIPPED
 
 ENVIRONMENT_FILE = "environment.json"  # in a set's report folder: what `matrix environment` saw
 TABLE_FILE = MATRIX_REPORTS_DIR / "table.md"  # where `collect` writes the table of every set
@@ -343,7 +344,7 @@ def environment_command(args: argparse.Namespace) -> int:
     failures = import_failures()
     for failure in failures:
         print(f"matrix: error: {failure.describe(args.library_set)}", file=sys.stderr)
-    return 2 if failures else 0
+    return ExitCode.USAGE_ERROR if failures else ExitCode.OK
 
 
 def collect_command(args: argparse.Namespace) -> int:
@@ -351,18 +352,18 @@ def collect_command(args: argparse.Namespace) -> int:
                if path.name != ENVIRONMENT_FILE]  # fmt: skip
     if not reports:
         print(f"matrix: error: no gallery reports in {args.report_dir}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE_ERROR
     missing = sorted(set(args.cases or ()) - {report.case for report in reports})
     if missing:
         print(f"matrix: error: {args.library_set} ran, but left no report for {missing} in "
               f"{args.report_dir}: the run did not finish", file=sys.stderr)  # fmt: skip
-        return 2
+        return ExitCode.USAGE_ERROR
     seen = args.report_dir / ENVIRONMENT_FILE
     if not seen.exists():
         print(f"matrix: error: {seen} is missing: the set's environment was not recorded "
               "(python -m shared.harness matrix environment, as nox's matrix session does)",
               file=sys.stderr)  # fmt: skip
-        return 2
+        return ExitCode.USAGE_ERROR
     recorded = json.loads(seen.read_text(encoding="utf-8"))
     environment = store.new_environment(
         asked=recorded["asked"],
@@ -392,12 +393,12 @@ def collect_command(args: argparse.Namespace) -> int:
     for row in changed:  # last: what a user must read
         print(f"matrix: CHANGED on {args.library_set}: {row.case}/{row.variant} "
               f"{row.verdict}: {row.message}", file=sys.stderr)  # fmt: skip
-    return 1 if changed else 0
+    return ExitCode.ANOMALIES if changed else ExitCode.OK
 
 
 def table_command(args: argparse.Namespace) -> int:
     print(table_text(args.matrix_dir), end="")
-    return 0
+    return ExitCode.OK
 
 
 def cases_command(args: argparse.Namespace) -> int:
@@ -405,8 +406,8 @@ def cases_command(args: argparse.Namespace) -> int:
         print("\n".join(library_set(args.library_set).cases))
     except LibrarySetError as exc:
         print(f"matrix: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        return ExitCode.USAGE_ERROR
+    return ExitCode.OK
 
 
 def declared_cells() -> dict[str, tuple[str, ...]]:
@@ -419,10 +420,10 @@ def check_command(args: argparse.Namespace) -> int:
     for problem in found:
         print(f"matrix: {problem}", file=sys.stderr)
     print(f"matrix check: {len(found)} problem(s) in {relative(args.matrix_dir)}")
-    return 1 if found else 0
+    return ExitCode.ANOMALIES if found else ExitCode.OK
 
 
 def convert_command(args: argparse.Namespace) -> int:
     changed = store.convert(args.matrix_dir)
     print(f"matrix convert: {len(changed)} file(s) rewritten in {relative(args.matrix_dir)}")
-    return 0
+    return ExitCode.OK

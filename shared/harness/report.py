@@ -25,14 +25,6 @@ from typing import Any
 from shared.harness.paths import relative, relative_text
 from shared.record import raised
 
-# The verdict kinds. REPRODUCED, PASSED and UNAFFECTED are the documented behaviour; SKIPPED is
-# neither a pass nor a failure (always with its reason); the rest are anomalies that fail a run.
-REPRODUCED, PASSED, UNAFFECTED, SKIPPED = "REPRODUCED", "PASSED", "UNAFFECTED", "SKIPPED"
-WRONG_ERROR, NOT_REPRODUCED, FIX_FAILED = "WRONG-ERROR", "NOT-REPRODUCED", "FIX-FAILED"
-TIMEOUT, CRASHED = "TIMEOUT", "CRASHED"
-EXPECTED_KINDS = (REPRODUCED, PASSED, UNAFFECTED)
-ANOMALIES = (WRONG_ERROR, NOT_REPRODUCED, FIX_FAILED, TIMEOUT, CRASHED)
-
 
 @dataclass(frozen=True)
 class ErrorRecord:
@@ -139,7 +131,8 @@ class Outcome:
 
 @dataclass
 class Verdict:
-    """One variant's verdict and the evidence behind it, as shown and as stored."""
+    """One variant's verdict and the evidence behind it, as shown and as stored (its kinds and
+    how it is made: ``shared.harness.verdicts``)."""
 
     kind: str
     detail: str
@@ -162,10 +155,6 @@ class Verdict:
     def from_record(cls, data: dict[str, Any]) -> Verdict:
         """A verdict read back from its JSON form (one entry of a report's ``variants``)."""
         return _from_dict(cls, data)
-
-    @property
-    def is_anomaly(self) -> bool:
-        return self.kind in ANOMALIES
 
 
 @dataclass

@@ -58,8 +58,9 @@ def start_method() -> str:
     return wanted
 
 
-def preload(case_folders: Iterable[Path]) -> None:
-    """Import the libraries and everything the cases' files import, once, before forking.
+def preload(case_folders: Iterable[Path]) -> dict[str, BaseException]:
+    """Import the libraries and everything the cases' files import, once, before forking;
+    return the top-level modules that could not be imported, with what they raised.
 
     ``from transformers import Trainer`` is resolved too: transformers imports lazily, and the
     attribute access is what pays for the import.
@@ -67,15 +68,19 @@ def preload(case_folders: Iterable[Path]) -> None:
     wanted = [(name, ()) for name in VERSIONED_PACKAGES]
     for folder in case_folders:
         wanted += library_imports(folder)
+    failed: dict[str, BaseException] = {}
     for module_name, attributes in wanted:
-        if module_name.split(".")[0] in NOT_PRELOADED:
+        top = module_name.split(".")[0]
+        if top in NOT_PRELOADED or top in failed:
             continue
         try:
             module = importlib.import_module(module_name)
             for attribute in attributes:
                 getattr(module, attribute, None)
-        except Exception:  # noqa: BLE001 - the variant that needs it will report the failure
-            pass
+        except Exception as exc:  # noqa: BLE001 - the caller decides what a failure means
+            if module_name == top:
+                failed[top] = exc
+    return failed
 
 
 def library_imports(case_folder: Path) -> list[tuple[str, tuple[str, ...]]]:

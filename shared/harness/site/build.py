@@ -23,28 +23,22 @@ from markupsafe import Markup
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from shared.harness.catalog import (
-    FAMILIES,
-    SILENT_FAILURES,
-    Case,
-    CaseError,
-    Expectation,
-    case_names,
-    load_case,
-)
+from shared.harness.catalog import FAMILIES, Case, CaseError, case_names, load_case
 from shared.harness.explain import catalog_index
+from shared.harness.lines import verdict_cells
 from shared.harness.matrix import Row, all_rows, flip_text, flips, stored_bisections
 from shared.harness.paths import CASES_DIR, CUDA_DIR, MATRIX_DIR, RUNS_DIR
-from shared.harness.report import (
+from shared.harness.report import CaseReport, Verdict
+from shared.harness.site.timeline import timeline_svg
+from shared.harness.verdicts import (
     EXPECTED_KINDS,
     PASSED,
     REPRODUCED,
+    SILENT_FAILURES,
     SKIPPED,
     UNAFFECTED,
-    CaseReport,
-    Verdict,
+    Expectation,
 )
-from shared.harness.site.timeline import timeline_svg
 from shared.hazards import FINDERS, HAZARDS
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
@@ -106,7 +100,8 @@ class CasePage:
     issue_label: str
     last_run: RunSummary | None
     cuda_run: RunSummary | None
-    variants: list[dict]  # {"name", "script", "expected", "entry": Verdict or None}
+    # {"name", "script", "expected", "fixes", "entry": Verdict or None, "cells": its VerdictCells}
+    variants: list[dict]
     errors: list[dict]  # {"variant", "type", "message", "raised_in", "culprit"}
     warnings: list[dict]  # {"variant", "text"}
     checks: list[dict]  # {"variant", **check}
@@ -208,6 +203,7 @@ def case_page(
             "expected": documented(variant.expectation),
             "fixes": variant.fixes,
             "entry": entries.get(variant.name),
+            "cells": verdict_cells(entries[variant.name]) if variant.name in entries else None,
         }
         for variant in case.variants
     ]

@@ -12,7 +12,7 @@ from xml.sax.saxutils import escape
 from markupsafe import Markup
 
 from shared.harness.catalog import VERSIONED_PACKAGES
-from shared.harness.report import (
+from shared.harness.verdicts import (
     CRASHED,
     FIX_FAILED,
     NOT_REPRODUCED,
