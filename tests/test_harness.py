@@ -492,6 +492,7 @@ def test_an_installed_library_that_cannot_be_imported_stops_the_run(tmp_path, li
         "named 'setuptools_not_installed_here'"
     ) in run.stderr
     assert "not a verdict" in run.stderr
+    assert "install the package that provides 'setuptools_not_installed_here'" in run.stderr
     assert not (tmp_path / "r" / "imports.json").exists()
 
 

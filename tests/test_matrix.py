@@ -4,6 +4,7 @@ completeness check. Installing sets for real (from a local index): test_matrix_e
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -313,6 +314,13 @@ def test_a_custom_set_is_named_by_its_content_and_read_from_a_requirements_file(
     typed = custom_set(["torch==2.4.1", "transformers==4.44.2", "numpy<2"])
     assert from_file.requirements[-3:] == ("torch==2.4.1", "transformers==4.44.2", "numpy<2")
     assert from_file.name == typed.name and from_file.name.startswith("custom-")
+    # The header keeps what the user typed and the file it named (by content), not only the
+    # requirements merged out of it.
+    assert from_file.asked["typed"] == ["-r", str(requirements), "numpy<2"]
+    assert from_file.asked["files"] == [
+        {"file": "requirements.txt", "sha256": hashlib.sha256(requirements.read_bytes()).hexdigest()}
+    ]
+    assert typed.asked["files"] == []
     assert custom_set(["torch==2.4.0"]).name != typed.name
     (tmp_path / "bad.txt").write_text("--index-url https://example.org/simple\n")
     with pytest.raises(LibrarySetError, match="bad.txt:1: .* not a requirement the matrix takes"):

@@ -122,6 +122,7 @@ def test_a_library_that_cannot_be_imported_stops_the_set_naming_it(uv_index, tmp
         "matrix: error: peft-old: peft 0.11.1 cannot be imported: no module named 'setuptools' "
         "(ModuleNotFoundError: No module named 'setuptools'); an environment error, not a verdict"
     ) in run.stderr
+    assert "add the package that provides 'setuptools' to the set" in run.stderr
     assert import_failures(python) == [
         ImportFailure(
             "peft", "0.11.1", "ModuleNotFoundError: No module named 'setuptools'", "setuptools"

@@ -81,3 +81,17 @@ def test_paths_are_made_relative_to_site_packages_or_the_repository():
         relative_text(text)
         == '  File "torch/nn/functional.py", line 5\ncases/x/broken.py:3: UserWarning'
     )
+
+
+def test_a_variant_s_temporary_folders_are_stored_without_their_random_names():
+    """A stored text must not change from run to run: the variant's TMPDIR is said as such and
+    the gallery's own temporary folders lose their random part; the committed store holds none."""
+    text = (f"no config in {REPO_ROOT}/.gallery/work/run-9nthj__u/qlora-merge-4bit/broken_bf16/"
+            "tmp/gallery-checkpoint-xh7gu_ot - will assume; /tmp/gallery-checkpoint-z61ha6nd/a")
+    assert relative_text(text) == (
+        "no config in $TMPDIR/gallery-checkpoint-XXXXXXXX - will assume; "
+        "/tmp/gallery-checkpoint-XXXXXXXX/a"
+    )
+    stored = [path for path in (REPO_ROOT / "reports").rglob("*.json")
+              if relative_text(content := path.read_text(encoding="utf-8")) != content]  # fmt: skip
+    assert stored == []

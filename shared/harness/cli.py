@@ -124,7 +124,9 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
     failures = _unimportable(cases, method)
     if failures:
         for failure in failures:
-            print(f"gallery: error: {failure.describe()}", file=sys.stderr)
+            remedy = (f"install the package that provides {failure.missing_module!r} in this "
+                      "environment")  # fmt: skip
+            print(f"gallery: error: {failure.describe(remedy=remedy)}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
     platform = Platform.installed(tuple(probe_cuda()))
     if require_cuda and not platform.cuda_devices:

@@ -97,13 +97,15 @@ class ImportFailure:
         return cls(package, version, f"{type(exc).__name__}: {lines[0] if lines else ''}",
                    exc.name if isinstance(exc, ModuleNotFoundError) else None)  # fmt: skip
 
-    def describe(self, library_set: str = "this environment") -> str:
-        """One line naming the set (or the environment), the library and what is missing."""
+    def describe(self, library_set: str = "this environment", remedy: str = "") -> str:
+        """One line naming the set (or the environment), the library, what is missing, and
+        what to do (``remedy``: how to add a missing module where it is wanted)."""
         missing = (f"no module named {self.missing_module!r} ({self.error})"
                    if self.missing_module else self.error)  # fmt: skip
+        todo = f"; {remedy}" if remedy and self.missing_module else ""
         return (
             f"{library_set}: {self.package} {self.version} cannot be imported: {missing}; "
-            "an environment error, not a verdict: no case was run"
+            f"an environment error, not a verdict: no case was run{todo}"
         )
 
 

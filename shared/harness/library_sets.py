@@ -19,6 +19,7 @@ This module imports no torch; nox, the CLI and the workflows read it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import re
@@ -55,6 +56,7 @@ class LibrarySet:
     cases: tuple[str, ...]
     as_of: datetime.date | None = None  # resolve with nothing uploaded after this date
     lock: Path | None = None  # a lock file the installer syncs to as it is (no resolution)
+    typed: tuple[str, ...] = ()  # what the user typed after `--` (a custom set), as typed
 
     @property
     def install_args(self) -> tuple[str, ...]:
@@ -71,9 +73,11 @@ class LibrarySet:
     def asked(self) -> dict:
         """What was asked, as the store's header records it."""
         asked: dict = {"requirements": list(self.requirements), "options": list(self.install_args)}
+        if self.typed:
+            asked["typed"] = list(self.typed)
+            asked["files"] = [_file_record(path) for path in _requirement_files(self.typed)]
         if self.lock:
-            text = self.lock.read_bytes()
-            asked["lock"] = {"file": self.lock.name, "sha256": hashlib.sha256(text).hexdigest()}
+            asked["lock"] = _file_record(self.lock)
         asked["added_by_rule"] = [spec for spec in self.to_resolve if spec not in self.requirements]
         return asked
 
@@ -154,6 +158,17 @@ USAGE = (
 )
 
 
+def _file_record(path: Path) -> dict:
+    """A file the user named, as the store's header keeps it: its name and its content's hash."""
+    return {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def _requirement_files(arguments: tuple[str, ...]) -> list[Path]:
+    """The files named by ``-r FILE`` among typed arguments."""
+    return [Path(arguments[i + 1]) for i, word in enumerate(arguments[:-1])
+            if word in ("-r", "--requirement")]  # fmt: skip
+
+
 def custom_set(arguments: list[str]) -> LibrarySet:
     """What ``nox -s matrix -- ARGS`` names: requirements (typed, or ``-r FILE``) over the
     pinned set; ``--as-of DATE`` first for the stack of that date (extra requirements over it);
@@ -170,7 +185,8 @@ def custom_set(arguments: list[str]) -> LibrarySet:
     if arguments[:1] == ["--as-of"]:
         if len(arguments) < 2:
             raise LibrarySetError("--as-of needs a date: --as-of 2024-06-30")
-        return dated_set(arguments[1], _requested(arguments[2:]))
+        dated = dated_set(arguments[1], _requested(arguments[2:]))
+        return dataclasses.replace(dated, typed=tuple(arguments))
     requested = _requested(arguments)
     if not requested:
         raise LibrarySetError(USAGE)
@@ -178,6 +194,7 @@ def custom_set(arguments: list[str]) -> LibrarySet:
         f"{CUSTOM}-{_content_hash(requested)}",
         _override(pinned_requirements(), requested),
         tuple(case_names()),
+        typed=tuple(arguments),
     )
 
 

@@ -343,7 +343,10 @@ def environment_command(args: argparse.Namespace) -> int:
     path.write_text(json.dumps(recorded, indent=2) + "\n", encoding="utf-8")
     failures = import_failures()
     for failure in failures:
-        print(f"matrix: error: {failure.describe(args.library_set)}", file=sys.stderr)
+        remedy = (f"add the package that provides {failure.missing_module!r} to the set: after "
+                  f"`--` beside the set's own (`nox -s \"matrix(custom)\" -- --as-of DATE NAME`), "
+                  "or a line of your -r file")  # fmt: skip
+        print(f"matrix: error: {failure.describe(args.library_set, remedy)}", file=sys.stderr)
     return ExitCode.USAGE_ERROR if failures else ExitCode.OK
 
 

@@ -31,6 +31,15 @@ def relative(path: str | Path) -> str:
 _LIBRARY_PREFIX = re.compile(r"[^\s\"'(\[<=]*?/(?:site|dist)-packages/")
 
 
+# A variant's temporary folder (the runner's TMPDIR for it) and the random part of the folders
+# the gallery makes in it (``tempfile.mkdtemp(prefix="gallery-...")``): noise in a stored text.
+_VARIANT_TMP = re.compile(r"(?:\S*/)?\.gallery/work/run-[^/\s]+/[^/\s]+/[^/\s]+/tmp(?=/|\b)")
+_GALLERY_TEMPORARY = re.compile(r"\b(gallery-[a-z]+-)[a-z0-9_]{8}\b")
+
+
 def relative_text(text: str) -> str:
-    """``text`` (printed output, a traceback) with every path made relative as ``relative``."""
-    return _LIBRARY_PREFIX.sub("", text).replace(f"{REPO_ROOT}/", "")
+    """``text`` (printed output, a traceback) with every path made relative as ``relative``,
+    a variant's temporary folder said as ``$TMPDIR`` and the gallery's own temporary folders
+    without their random part."""
+    text = _LIBRARY_PREFIX.sub("", text).replace(f"{REPO_ROOT}/", "")
+    return _GALLERY_TEMPORARY.sub(r"\1XXXXXXXX", _VARIANT_TMP.sub("$TMPDIR", text))
