@@ -9,7 +9,9 @@
   sweep `as-of-DATE`, or a set named on the command line: `-- torch==X ...`, `-- -r
   requirements.txt`, `-- --lock pylock.toml` or `-- --as-of 2024-06-30`); stores its records in
   reports/matrix/sets/ (not run by default). A named set given case names
-  (`nox -s "matrix(as-of-2024-07-15)" -- minicpm`) runs only those.
+  (`nox -s "matrix(as-of-2024-07-15)" -- minicpm`) runs only those; one case over the whole
+  dated sweep: `nox -k as-of -- minicpm` (sets before its era skip), then
+  `python -m shared.harness matrix table --case minicpm`.
 - `bisect`: the first release of a library where a variant's verdict changes (not by default).
 - `explain`: which documented case an error message, a traceback or a symptom is.
 - `benchmark`: time the gallery against a bare import of its libraries (not run by default).
@@ -113,10 +115,17 @@ def matrix(session: nox.Session, library_set: str) -> None:
             session.skip(str(exc))
         session.error(str(exc))
     if library_set != CUSTOM and session.posargs:  # some of the set's cases only
-        unknown = sorted(set(session.posargs) - set(chosen.cases))
+        unknown = sorted(set(session.posargs) - set(case_names()))
         if unknown:
-            session.error(f"{library_set} does not run {unknown}; it runs {list(chosen.cases)}")
-        chosen = dataclasses.replace(chosen, cases=tuple(session.posargs))
+            session.error(f"no case named {unknown}; the cases: {case_names()}")
+        wanted = tuple(name for name in session.posargs if name in chosen.cases)
+        if not wanted:  # sweeping some cases over every set (`nox -k as-of -- CASE`)
+            session.skip(f"{library_set} runs none of {list(session.posargs)} (before their "
+                         "era_start, or not one of its cases)")  # fmt: skip
+        outside = sorted(set(session.posargs) - set(wanted))
+        if outside:
+            session.log(f"{library_set} does not run {outside}: running {list(wanted)}")
+        chosen = dataclasses.replace(chosen, cases=wanted)
     install_set(session, chosen)
     report_dir = ROOT / ".gallery" / "matrix" / chosen.name
     shutil.rmtree(report_dir, ignore_errors=True)

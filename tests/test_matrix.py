@@ -373,3 +373,14 @@ def test_the_committed_store_holds_every_declared_cell_in_its_format(capsys):
     assert declared_cells()["pinned"] == tuple(case_names())
     status = matrix_main(["check"])
     assert status == 0, capsys.readouterr().err
+
+
+def test_one_case_s_table_on_every_set_that_ran_it(capsys):
+    """`matrix table --case CASE`: what a one-case sweep (`nox -k as-of -- CASE`) is read with."""
+    assert matrix_main(["table", "--case", "minicpm"]) == 0
+    table = capsys.readouterr().out
+    headings = [line for line in table.splitlines() if line.startswith("## ")]
+    assert headings == ["## minicpm"]
+    assert "**pinned**" in table and "**as-of-2025-01-15**" in table
+    assert matrix_main(["table", "--case", "no-such-case"]) == 2
+    assert "no stored run of 'no-such-case'" in capsys.readouterr().err

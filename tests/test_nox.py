@@ -56,3 +56,17 @@ def test_missing_packages_are_a_clear_error():
     assert run.returncode == 2
     assert "is not installed for" in run.stderr
     assert "pip install --no-index --find-links" in run.stderr
+
+
+def test_one_case_swept_over_dated_sets_skips_those_before_its_era(tmp_path):
+    """`nox -k as-of -- CASE` sweeps one case: a dated set that does not run it is skipped,
+    saying why, before anything is installed; an unknown case name is an error."""
+    envdir = str(tmp_path / "envs")
+    early = nox("--envdir", envdir, "-s", "matrix(as-of-2024-01-15)", "--", "gemma3-fp16-overflow")
+    output = early.stdout + early.stderr
+    assert early.returncode == 0, output
+    assert "as-of-2024-01-15 runs none of ['gemma3-fp16-overflow']" in output
+    assert "Session matrix(as-of-2024-01-15) skipped" in output
+    unknown = nox("--envdir", envdir, "-s", "matrix(as-of-2024-01-15)", "--", "no-such-case")
+    assert unknown.returncode != 0
+    assert "no case named ['no-such-case']" in unknown.stdout + unknown.stderr

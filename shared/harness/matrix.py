@@ -309,6 +309,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     collect.set_defaults(handler=collect_command)
     table = commands.add_parser("table", help="print the table and flips of the stored sets")
     table.add_argument("--matrix-dir", type=Path, default=default_dir)
+    table.add_argument("--case", help="only this case's rows, on every set that ran it")
     table.set_defaults(handler=table_command)
     cases = commands.add_parser("cases", help="the cases a library set runs, one per line")
     cases.add_argument("library_set")
@@ -325,8 +326,9 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     convert.set_defaults(handler=convert_command)
 
 
-def table_text(matrix_dir: Path) -> str:
-    rows = all_rows(matrix_dir)
+def table_text(matrix_dir: Path, case: str | None = None) -> str:
+    """The table of every stored set, or of one case's rows on every set that ran it."""
+    rows = [row for row in all_rows(matrix_dir) if case in (None, row.case)]
     return markdown_table(rows, flips(rows, stored_bisections(matrix_dir)))
 
 
@@ -400,7 +402,11 @@ def collect_command(args: argparse.Namespace) -> int:
 
 
 def table_command(args: argparse.Namespace) -> int:
-    print(table_text(args.matrix_dir), end="")
+    if args.case and not any(row.case == args.case for row in all_rows(args.matrix_dir)):
+        print(f"matrix: error: no stored run of {args.case!r} in {relative(args.matrix_dir)}",
+              file=sys.stderr)  # fmt: skip
+        return ExitCode.USAGE_ERROR
+    print(table_text(args.matrix_dir, args.case), end="")
     return ExitCode.OK
 
 
