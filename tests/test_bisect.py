@@ -82,7 +82,9 @@ def test_a_changed_verdict_that_does_not_repeat_is_flaky_and_concludes_nothing(r
 def test_the_same_verdict_at_both_ends_is_refused(recorded, capsys):
     status, found = recorded({v: ["REPRODUCED"] for v in RELEASES})
     assert (status, found) == (2, None)
-    assert "REPRODUCED on both 0.9.0 and 0.13.2: nothing to bisect" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "REPRODUCED on both 0.9.0 and 0.13.2" in error and ": nothing to bisect" in error
+    assert "--base as-of-DATE (a sweep date when 0.9.0 was current)" in error
 
 
 def test_without_bounds_and_without_a_stored_flip_it_asks_for_them(tmp_path, capsys):

@@ -128,10 +128,24 @@ def run_bisection(args: argparse.Namespace, python: str = sys.executable) -> tup
     bisector = _Bisector(case_name, variant, args.package, base, args.message, python)
     before = bisector.probe(releases[0])
     after = bisector.probe(releases[-1])
+    # Over today's pinned set an old release may not install, or may fail against the newer
+    # libraries beside it in a way that has nothing to do with the boundary: a stack of its own
+    # time held fixed is the base for it.
+    dated_base = (
+        ""
+        if args.as_of or args.base != PINNED
+        else f"; for an old {args.package}, hold a stack of its time fixed instead of the "
+        f"pinned set: --base as-of-DATE (a sweep date when {good} was current)"
+    )
     if UNINSTALLABLE in (before.verdict, after.verdict):
-        raise BisectError(f"{args.package} {good} or {bad} does not install over {base.name}")
+        raise BisectError(
+            f"{args.package} {good} or {bad} does not install over {base.name}{dated_base}"
+        )
     if before.verdict == after.verdict:
-        raise BisectError(f"{before.verdict} on both {good} and {bad}: nothing to bisect")
+        seen = f" ({before.message})" if before.message else ""
+        raise BisectError(
+            f"{before.verdict} on both {good} and {bad}{seen}: nothing to bisect{dated_base}"
+        )
     flaky = bool(after.rerun and after.rerun != after.verdict)
     low, high = 0, len(releases) - 1  # verdict(low) == before's, verdict(high) != before's
     untried = set(range(1, len(releases) - 1))
