@@ -537,7 +537,10 @@ def _answers_from_hits(hits: list[Hit], text: str, query: list[str],
     family, _ = message_family(hits[0].line)
     family = family or catalog.cases[hits[0].case].family
     found = _family_answer(family, "a generic message", catalog, text)
-    found.candidates = sorted({h.case for h in hits})
+    # The cases documenting this very message (its dtypes, devices and direction) before those
+    # documenting its shape with others.
+    exact = sorted({h.case for h in hits if h.how == "message"})
+    found.candidates = exact + sorted({h.case for h in hits} - set(exact))
     found.matched = hits[0].line
     return [found]
 

@@ -248,8 +248,13 @@
           where: best.where, candidates: others };
       }
       const family = messageFamily(hits[0].line)[0] || index.cases[hits[0].case].family;
+      // The cases documenting this very message before those documenting its shape.
+      const exact = [...new Set(hits.filter((h) => h.how === "message").map((h) => h.case))]
+        .sort(byName);
+      const rest = [...new Set(hits.map((h) => h.case))].filter((c) => !exact.includes(c))
+        .sort(byName);
       return { kind: "family", name: family, sureness: "family, by a generic message",
-        candidates: [...new Set(hits.map((h) => h.case))].sort(byName), matched: hits[0].line };
+        candidates: [...exact, ...rest], matched: hits[0].line };
     }
 
     function fromSymptom(query, text, unknownError) {
