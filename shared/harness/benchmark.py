@@ -38,7 +38,8 @@ from shared.harness.runner import NOT_PRELOADED, library_imports
 from shared.harness.verdicts import SKIPPED
 
 NOX = [sys.executable, "-m", "nox"]
-RUN_LIMIT_RATIO = 1.3  # a warm run within 1.3x its limit
+RUN_LIMIT_RATIO = 1.3  # a warm run of one case within 1.3x its limit
+ALL_LIMIT_RATIO = 1.1  # warm `nox -s cases` (every case, one run) within 1.1x its limit
 COLD_EXTRA_SECONDS = 60.0
 DISK_RATIO = 1.2
 
@@ -150,11 +151,12 @@ def measure(args: argparse.Namespace) -> ExitCode:
     print(f"variants run at once: {jobs}; summed variant seconds, all cases: {compute_all:.1f} s")
     heaviest = [f"{name}/{variant} {seconds:.1f} s" for name, (variant, seconds) in largest.items()]
     print("largest variant per case: " + ", ".join(heaviest))
-    print(f"\n{'run':32} {'warm s':>7} {'limit s':>8} {'ratio':>6}  target <= {RUN_LIMIT_RATIO:g}")
+    print(f"\n{'run':32} {'warm s':>7} {'limit s':>8} {'ratio':>6}  target")
     for label, warm, limit in rows:
+        target = ALL_LIMIT_RATIO if label == "nox -s cases" else RUN_LIMIT_RATIO
         ratio = warm / limit
-        verdict = "met" if ratio <= RUN_LIMIT_RATIO else "MISSED"
-        print(f"{label:32} {warm:7.2f} {limit:8.2f} {ratio:6.2f}  {verdict}")
+        verdict = "met" if ratio <= target else "MISSED"
+        print(f"{label:32} {warm:7.2f} {limit:8.2f} {ratio:6.2f}  <= {target:g} {verdict}")
     extra = cold_minicpm - warm_minicpm
     print(f"\ncold nox -s case-minicpm (fresh clone): {cold_minicpm:.2f} s, {extra:.2f} s over "
           f"warm (target <= {COLD_EXTRA_SECONDS:g} s): "
