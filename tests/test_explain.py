@@ -106,6 +106,20 @@ def test_a_lost_space_does_not_hide_a_message():
     assert (found.kind, found.name) == ("family", "dtype-mix"), found
 
 
+def test_a_message_wrapped_over_two_lines_is_read_whole():
+    wrapped = ("RuntimeError: Input type (torch.FloatTensor) and weight type\n"
+               "(torch.cuda.FloatTensor) should be the same")  # fmt: skip
+    found = first(wrapped)
+    assert (found.kind, found.name) == ("family", "device-placement"), found
+    assert found.candidates[:1] == ["inputs-device"]
+    assert first(wrapped.replace("\n", " ")).candidates == found.candidates
+
+
+def test_a_family_lists_the_cases_of_the_very_message_first():
+    found = first("RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float")
+    assert found.kind == "family" and found.candidates[0] == "float64-input", found
+
+
 def test_the_cuda_wording_is_the_cpu_one():
     assert shape("expected mat1 and mat2 to have the same dtype, but got: c10::Half != float") == \
         shape("mat1 and mat2 must have the same dtype, but got Half and Float")

@@ -434,6 +434,10 @@ def message_family(line: str) -> tuple[str, bool]:
 def error_lines(text: str, catalog: Catalog) -> list[str]:
     """Candidate message lines: each cleaned line and its spelling-corrected form."""
     lines = clean_lines(text)
+    # A message wrapped over two lines (a terminal's width, a mail): its line joined to the next.
+    lines += [f"{line} {after}" for line, after in zip(lines, lines[1:])
+              if EXCEPTION.search(line) and not EXCEPTION.search(after)
+              and not after.startswith(("File ", "Traceback"))]  # fmt: skip
     out = []
     for line in lines:
         out.append(line)

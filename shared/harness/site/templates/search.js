@@ -123,7 +123,13 @@
 
     function errorLines(text) {
       const out = [];
-      for (const line of cleanLines(text)) {
+      const lines = cleanLines(text);
+      // A message wrapped over two lines (a terminal's width, a mail): its line joined to the next.
+      const wrapped = lines.slice(0, -1).map((line, i) => [line, lines[i + 1]])
+        .filter(([line, after]) => EXCEPTION.test(line) && !EXCEPTION.test(after) &&
+          !after.startsWith("File ") && !after.startsWith("Traceback"))
+        .map(([line, after]) => `${line} ${after}`);
+      for (const line of [...lines, ...wrapped]) {
         out.push(line);
         const spaced = line.replace(CAMEL, " ");  // "scalar typeHalf": a space lost
         const corrected = correctSpelling(spaced);
