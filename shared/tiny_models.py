@@ -73,6 +73,17 @@ TINY_VAE = {
 }
 
 
+def tiny_llama_config(**overrides):
+    """The tiny Llama several cases load, save or quantize (2 layers, hidden 64, 4 heads, 64
+    tokens), with ``overrides`` over it."""
+    from transformers import LlamaConfig
+
+    sizes = dict(vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=4,
+                 max_position_embeddings=64)  # fmt: skip
+    return LlamaConfig(**{**sizes, **overrides})
+
+
 def long_rope_llama_config():
     """The RoPE cases' tiny Llama config (rope-bf16, fsdp-buffer-dtype-rope): one layer, 4096
     positions, so the angles at positions > 2000 show a rounded inv_freq."""

@@ -10,9 +10,9 @@ import contextlib
 import dataclasses
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
-from shared.tiny_models import quiet_hf_logging, tiny_seed
+from shared.tiny_models import quiet_hf_logging, tiny_llama_config, tiny_seed
 
 quiet_hf_logging()
 
@@ -20,15 +20,7 @@ quiet_hf_logging()
 def tiny_model() -> LlamaForCausalLM:
     """A float32 Llama (2 layers, hidden 64), as a training script loads it."""
     tiny_seed(0)
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=64,
-    )
+    config = tiny_llama_config()
     return LlamaForCausalLM(config)
 
 

@@ -10,9 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from transformers import BitsAndBytesConfig, LlamaConfig, LlamaForCausalLM
+from transformers import BitsAndBytesConfig, LlamaForCausalLM
 
-from shared.tiny_models import quiet_hf_logging, save_pretrained_to_temp, tiny_seed
+from shared.tiny_models import (
+    quiet_hf_logging,
+    save_pretrained_to_temp,
+    tiny_llama_config,
+    tiny_seed,
+)
 
 quiet_hf_logging()
 
@@ -20,15 +25,7 @@ quiet_hf_logging()
 def save_tiny_checkpoint() -> Path:
     """A tiny float32 Llama saved to a temporary folder; return the folder."""
     tiny_seed(0)
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=64,
-    )
+    config = tiny_llama_config()
     return save_pretrained_to_temp(LlamaForCausalLM(config))
 
 

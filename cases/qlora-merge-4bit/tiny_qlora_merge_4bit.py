@@ -22,9 +22,15 @@ from pathlib import Path
 
 import torch
 from peft import LoraConfig, get_peft_model
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
-from shared.tiny_models import knob, quiet_hf_logging, save_pretrained_to_temp, tiny_seed
+from shared.tiny_models import (
+    knob,
+    quiet_hf_logging,
+    save_pretrained_to_temp,
+    tiny_llama_config,
+    tiny_seed,
+)
 
 quiet_hf_logging()
 
@@ -36,15 +42,7 @@ PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "
 def save_tiny_checkpoint() -> Path:
     """A tiny Llama saved in bfloat16 (as Llama checkpoints ship); return its folder."""
     tiny_seed(0)
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=64,
-    )
+    config = tiny_llama_config()
     return save_pretrained_to_temp(LlamaForCausalLM(config).to(torch.bfloat16))
 
 
