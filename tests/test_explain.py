@@ -16,6 +16,7 @@ from conftest import ROOT
 from shared.harness.explain import (
     clean_lines,
     default_catalog,
+    describe,
     explain,
     frames_of,
     literal,
@@ -118,6 +119,19 @@ def test_a_message_wrapped_over_two_lines_is_read_whole():
 def test_a_family_lists_the_cases_of_the_very_message_first():
     found = first("RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float")
     assert found.kind == "family" and found.candidates[0] == "float64-input", found
+
+
+def test_a_message_no_case_documents_lists_those_with_its_wording_and_other_dtypes():
+    """Half into BFloat16 by index_put: no case has these dtypes, the embedding merge's has the
+    wording; an integer clash (labels, indices) is another failure and lists none."""
+    found = first("RuntimeError: Index put requires the source and destination dtypes match, "
+                  "got Half for the destination and BFloat16 for the source.")  # fmt: skip
+    assert (found.kind, found.candidates) == ("family", ["index-put-embed-merge"]), found
+    assert "documented with its wording, other dtypes: index-put-embed-merge" in describe(
+        found, default_catalog(), "")
+    found = first("RuntimeError: Index put requires the source and destination dtypes match, "
+                  "got Long for the destination and Int for the source.")  # fmt: skip
+    assert (found.kind, found.candidates) == ("family", []), found
 
 
 def test_the_cuda_wording_is_the_cpu_one():

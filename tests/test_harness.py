@@ -7,7 +7,6 @@ read the verdicts from the JSON report and the printed lines.
 from __future__ import annotations
 
 import importlib.metadata
-
 import shutil
 import subprocess
 import textwrap

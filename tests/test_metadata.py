@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.harness.catalog import CaseError, case_names, load_case
 from shared.harness import verdicts
+from shared.harness.catalog import CaseError, case_names, load_case
 from shared.harness.verdicts import FAILURES
 
 GOOD = """

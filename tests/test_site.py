@@ -334,6 +334,8 @@ def search_texts() -> list[str]:
         "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
         "RuntimeError: Input type (torch.FloatTensor) and weight type\n(torch.cuda.FloatTensor) "
         "should be the same",  # wrapped over two lines
+        "RuntimeError: Index put requires the source and destination dtypes match, got Half for "
+        "the destination and BFloat16 for the source.",  # documented with other dtypes only
     ]
 
 

@@ -16,6 +16,9 @@ except ModuleNotFoundError as missing:  # e.g. `nox --no-venv` in an environment
 
 try:
     sys.exit(main())
+except BrokenPipeError:  # the reader went away (`... | head`): nothing more to say, no error
+    sys.stderr.close()
+    sys.exit(ExitCode.OK)
 except Exception:  # noqa: BLE001 - not 1: that is "an anomaly", and the reports would be whole
     traceback.print_exc()
     print("gallery: internal error: the harness failed (above); its reports are incomplete",

@@ -500,6 +500,21 @@ def find_hits(text: str, catalog: Catalog) -> list[Hit]:
     return hits
 
 
+# A clash of integer dtypes (indices, labels) is another failure than any documented here.
+INTEGER_DTYPES = re.compile(r"\b(?:long|int|short|char|byte|bool)\b")
+
+
+def same_wording(line: str, catalog: Catalog) -> list[str]:
+    """The cases documenting a message's wording with other floating dtypes (the closest, when
+    none documents it as pasted): none for a clash of integer dtypes."""
+    low = canonical(line).lower()
+    pattern = next((p for _, p, _ in FAMILY_MESSAGES if re.search(p, low)), None)
+    if pattern is None or INTEGER_DTYPES.search(low):
+        return []
+    return sorted({sig.case for sig in catalog.signatures
+                   if any(re.search(pattern, s.lower()) for s in sig.shapes)})  # fmt: skip
+
+
 def _cases_with(shapes: list[str], catalog: Catalog) -> set[str]:
     return {s.case for s in catalog.signatures if set(s.shapes) & set(shapes)}
 
@@ -510,11 +525,11 @@ def answer(text: str, catalog: Catalog) -> list[Answer]:
     query = tokens(text)
     if hits:
         return _answers_from_hits(hits, text, query, catalog)
-    families = [message_family(line) for line in error_lines(text, catalog)]
-    for family, _ in families:
+    for line in error_lines(text, catalog):
+        family, _ = message_family(line)
         if family:  # no case documents this message: its family's cases would mislead
             found = _family_answer(family, "its message", catalog, text)
-            found.candidates = []
+            found.candidates = same_wording(line, catalog)
             return [found]
     return _symptom_answers(query, text, catalog, any(map(EXCEPTION.search, clean_lines(text))))
 
@@ -683,8 +698,10 @@ def describe_family(found: Answer) -> str:
     lines = [f"family {family}: {family_description(family)} ({found.sureness}; "
              "no documented case's mechanism is certain from this text)"]  # fmt: skip
     if found.candidates:
-        lines.append(("  documented with this message: " if found.matched else
-                      "  cases of this family: ") + ", ".join(found.candidates))  # fmt: skip
+        label = ("documented with this message" if found.matched else
+                 "documented with its wording, other dtypes" if found.sureness.endswith(
+                     "its message") else "cases of this family")  # fmt: skip
+        lines.append(f"  {label}: " + ", ".join(found.candidates))
     if family in ("dtype-mix", "device-placement", "overflow"):
         lines.append("  find which on your model: wrap one step, the report names the module:")
         lines += [f"      {line}" for line in guard]

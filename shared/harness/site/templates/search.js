@@ -156,6 +156,17 @@
       return ["", false];
     }
 
+    // The cases documenting a message's wording with other floating dtypes; none for a clash
+    // of integer dtypes (another failure).
+    function sameWording(line) {
+      const low = canonical(line).toLowerCase();
+      const found = index.family_messages.find(([, pattern]) => new RegExp(pattern).test(low));
+      if (!found || /\b(?:long|int|short|char|byte|bool)\b/.test(low)) return [];
+      const pattern = new RegExp(found[1]);
+      return [...new Set(index.signatures.filter((s) => s.shapes.some((x) =>
+        pattern.test(x.toLowerCase()))).map((s) => s.case))].sort(byName);
+    }
+
     function raiseSiteMatches(raisedIn, frame) {
       if (new RegExp(raisedIn).test(frame)) return true;
       const slash = raisedIn.indexOf("/");
@@ -297,7 +308,7 @@
       for (const line of errorLines(text)) {
         const [family] = messageFamily(line);
         if (family) return { kind: "family", name: family, sureness: "family, by its message",
-          candidates: [] };
+          candidates: sameWording(line) };
       }
       return fromSymptom(query, text, cleanLines(text).some((l) => EXCEPTION.test(l)));
     };
