@@ -2,8 +2,8 @@
 with ``tiny_seed``, nothing downloaded) and a batch of two texts, the shorter one right-padded as
 a tokenizer pads a training or scoring batch, so the model builds a float padding mask for
 attention. Right, not left: with left padding the first rows of the padded text see no key at
-all, and on torch 2.2 to 2.4 with transformers >= 4.38 bfloat16 autocast makes such rows NaN (the
-float32 minimum rounds to -inf in bfloat16), another failure than this case's."""
+all, and on torch 2.2 to 2.4 (the stacks of 2024-04 to 2024-10) bfloat16 autocast makes such
+rows NaN (the float32 minimum rounds to -inf in bfloat16), another failure than this case's."""
 
 from __future__ import annotations
 
