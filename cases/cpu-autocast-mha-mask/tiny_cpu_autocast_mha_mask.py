@@ -19,7 +19,7 @@ SEQUENCE, PADDING = 8, 3  # the second text is 5 tokens, right-padded to 8
 
 def cpu() -> torch.device:
     """The CPU, on any machine: CUDA autocast always cast SDPA's inputs, CPU autocast did not."""
-    return record_device(torch.device("cpu"), "the failure is CPU autocast's (torch.autocast('cpu'))")
+    return record_device(torch.device("cpu"), "the failure is CPU autocast's")
 
 
 def tiny_llama(attn_implementation: str):
