@@ -28,7 +28,7 @@ def tiny_llama(attn_implementation: str):
 
     tiny_seed(0)
     config = tiny_llama_config()
-    config._attn_implementation = attn_implementation  # what from_pretrained(attn_implementation=...) sets
+    config._attn_implementation = attn_implementation  # from_pretrained(attn_implementation=...)
     return LlamaForCausalLM(config).eval()
 
 
@@ -44,7 +44,7 @@ def padded_batch() -> dict[str, torch.Tensor]:
 
 def real_token_logits(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """The output head's logits at the texts' real tokens (what a loss or a score reads; padding
-    rows are skipped), in the dtype the head ran in (some releases upcast ``.logits`` to float32)."""
+    rows are skipped), in the dtype the head ran in (some releases upcast ``.logits``)."""
     with torch.no_grad():
         hidden = model.model(**batch).last_hidden_state
         logits = model.lm_head(hidden)
