@@ -5,8 +5,8 @@ its ``upcast_attention`` config; the CLIP tokenizer is built here from a byte-le
 (printable ASCII, no merges: one token per character). The trait behind the black image is the real model's:
 attention logits in a self-attention (``attn1``) beyond float16's 65504, so that the product
 ``q @ k^T`` in float16 is inf and the softmax over it NaN. Emulated here: each ``attn1``'s query
-and key projections are rescaled so that its largest float32 logit on a probe run reaches the
-knob ``attn1_logit_peak``; float32 handles that (a sharp softmax), float16 does not. Random
+and key projections gain one shared direction whose largest float32 logit on a probe run reaches
+the knob ``attn1_logit_peak``; float32 handles that (a sharp softmax), float16 does not. Random
 seeded weights; nothing is downloaded.
 """
 
@@ -84,7 +84,7 @@ def _unet(upcast_attention: bool) -> UNet2DConditionModel:
 
 
 def build_pipeline(upcast_attention: bool) -> StableDiffusionPipeline:
-    """The tiny SD 2.x pipeline in float32, its attn1 logits scaled to the knob's peak."""
+    """The tiny SD 2.x pipeline in float32, its attn1 logits raised to the knob's peak."""
     tokenizer = _tokenizer()
     tiny_seed(1)
     vae = AutoencoderKL(**TINY_VAE, sample_size=IMAGE_SIZE)
@@ -105,7 +105,15 @@ def build_pipeline(upcast_attention: bool) -> StableDiffusionPipeline:
 
 @torch.no_grad()
 def _scale_attn1_logits(pipe: StableDiffusionPipeline, peak: float) -> None:
-    """Rescale each attn1's to_q and to_k so that its largest logit on the probe run is ``peak``."""
+    """Give each attn1 a rank-one query-key direction whose largest logit on the probe is ``peak``.
+
+    ``to_q`` and ``to_k`` both gain ``alpha * u v^T`` (v: a direction of the input, u: one of
+    the first head's): token i's query and token j's key gain alpha (v.x_i) u and alpha (v.x_j) u,
+    so the logits gain alpha^2 |u|^2 (v.x_i)(v.x_j) * scale. Its largest entries pick the same key
+    (the token with the largest or smallest v.x) in every row, by a margin float16's rounding of
+    q and k cannot reverse, so the float32 attention is one-hot there and the float16 one agrees
+    when the product is computed in float32; only a uniform scale made near-tied rows flip.
+    """
     layers = {name: module for name, module in pipe.unet.named_modules() if name.endswith("attn1")}
     inputs = {}
 
@@ -119,13 +127,18 @@ def _scale_attn1_logits(pipe: StableDiffusionPipeline, peak: float) -> None:
     generate(pipe, steps=1)  # the probe: the first denoising step, float32
     for hook in hooks:
         hook.remove()
+    generator = torch.Generator().manual_seed(tiny_seed(3))
     for name, attn in layers.items():
-        query = attn.head_to_batch_dim(attn.to_q(inputs[name]))
-        key = attn.head_to_batch_dim(attn.to_k(inputs[name]))
-        largest = (query @ key.transpose(-1, -2) * attn.scale).max().item()
-        factor = (peak / largest) ** 0.5  # the logits scale as factor**2
-        attn.to_q.weight.mul_(factor)
-        attn.to_k.weight.mul_(factor)
+        head_dim = attn.to_q.out_features // attn.heads
+        v = torch.randn(attn.to_q.in_features, generator=generator)
+        u = torch.zeros(attn.to_q.out_features)
+        u[:head_dim] = torch.randn(head_dim, generator=generator)
+        v, u = v / v.norm(), u / u.norm()
+        projections = inputs[name] @ v  # v.x of every token
+        largest = max(projections.max() ** 2, projections.min() ** 2).item() * attn.scale
+        alpha = (peak / largest) ** 0.5
+        attn.to_q.weight.add_(alpha * torch.outer(u, v))
+        attn.to_k.weight.add_(alpha * torch.outer(u, v))
 
 
 def generate(pipe: StableDiffusionPipeline, steps: int = 2, latents=None) -> torch.Tensor:
