@@ -137,6 +137,9 @@ _DTYPE = re.compile("|".join(rf"(?P<c{i}>\b{p}\b)" for i, (p, _) in enumerate(DT
                     re.IGNORECASE)  # fmt: skip
 _DEVICE = re.compile(r"torch\.cuda\.\w+tensor|\bcuda(?::\d+)?\b", re.IGNORECASE)
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z][a-z])")  # where a space goes in T5Model, typeHalf
+# Stable Diffusion 2.x as users write it (SD 2.1, sd21, stable-diffusion-2-1): one word, sd2,
+# that the "sd" synonyms (SDXL's) do not take; the digits would otherwise be dropped.
+SD2 = re.compile(r"\b(?:sd|stable[ _-]?diffusion)[ _-]?v?2(?:\.[01x]|1)?\b", re.IGNORECASE)
 EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\s?:")  # a pasted exception line
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 _WORD = re.compile(r"[a-z][a-z0-9_]*|<pad>|\d+[a-z]+", re.IGNORECASE)
@@ -254,6 +257,7 @@ def _unanchored(pattern: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Lowercase words, "Gemma 3" joined to "gemma3", each with its synonyms' group words."""
+    text = SD2.sub(" sd2 ", text)
     text = re.sub(r"\b([A-Za-z]{3,}) (\d)\b(?![.\d])", r"\1\2", text)
     text = CAMEL.sub(" ", text)  # T5Model: T5 Model
     words = [w.lower() for w in _WORD.findall(text)]

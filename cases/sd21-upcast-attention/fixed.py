@@ -1,0 +1,21 @@
+"""Stable Diffusion 2.x in float16 with the classic attention processor and upcast_attention=True,
+FIXED: attn1 computes q @ k^T and the softmax in float32, the image matches float32."""
+
+import torch
+from diffusers.models.attention_processor import AttnProcessor
+from tiny_sd21_upcast_attention import build_pipeline, generate, reference_image
+
+from shared.checks import compare_to_reference, pick_device
+
+device = pick_device()
+
+pipe = build_pipeline(upcast_attention=True)  # the fix: SD 2.1's UNet config says true
+pipe.unet.set_attn_processor(AttnProcessor())  # the classic processor (torch < 2.0's default)
+expected = reference_image(device)  # float32, same weights and noise
+pipe = pipe.to(device, torch.float16)
+print("UNet:", pipe.unet.dtype, "| upcast_attention =", pipe.unet.config.upcast_attention)
+
+with torch.no_grad():
+    image = generate(pipe)
+print("image:", image.dtype)
+compare_to_reference("image", image, expected, dtype=torch.float16)
