@@ -336,6 +336,7 @@ def search_texts() -> list[str]:
         "should be the same",  # wrapped over two lines
         "RuntimeError: Index put requires the source and destination dtypes match, got Half for "
         "the destination and BFloat16 for the source.",  # documented with other dtypes only
+        "SD 2.1 black image fp16",  # Stable Diffusion 2.x, not SDXL
     ]
 
 

@@ -69,8 +69,11 @@
       return text.toLowerCase().split(/\s+/).filter(Boolean).join(" ");
     }
 
+    // Stable Diffusion 2.x as users write it (SD 2.1, sd21, stable-diffusion-2-1): one word.
+    const SD2 = /\b(?:sd|stable[ _-]?diffusion)[ _-]?v?2(?:\.[01x]|1)?\b/gi;
+
     function tokens(text) {
-      text = text.replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
+      text = text.replace(SD2, " sd2 ").replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
         .replace(CAMEL, " ");
       const words = (text.match(WORD) || []).map((w) => w.toLowerCase())
         .filter((w) => !STOPWORDS.has(w));
