@@ -747,6 +747,8 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "families": {f: family_description(f) for f in sorted({*FAMILIES, *EXTRA_FAMILIES})},
         "family_messages": FAMILY_MESSAGES,
         "unordered": UNORDERED.pattern,
+        "sd2": SD2.pattern,  # case-insensitive
+        "integer_dtypes": INTEGER_DTYPES.pattern,
         "synonyms": SYNONYMS,
         "stopwords": sorted(STOPWORDS),
         "dtype_class": DTYPE_CLASS,

@@ -26,6 +26,8 @@
     const EXCEPTION = /\b[A-Z]\w*(?:Error|Exception)\s?:/;
     const CLASSES = /\b(?:CUDA)?(?:LOW|F32|F64)T?\b/g;
     const UNORDERED = new RegExp(index.unordered, "i");
+    const SD2 = new RegExp(index.sd2, "gi");  // Stable Diffusion 2.x as users write it: one word
+    const INTEGER_DTYPES = new RegExp(index.integer_dtypes);
     const STOPWORDS = new Set(index.stopwords);
     const VOCABULARY = index.vocabulary;
     const VOCABULARY_SET = new Set(VOCABULARY);
@@ -68,9 +70,6 @@
       }
       return text.toLowerCase().split(/\s+/).filter(Boolean).join(" ");
     }
-
-    // Stable Diffusion 2.x as users write it (SD 2.1, sd21, stable-diffusion-2-1): one word.
-    const SD2 = /\b(?:sd|stable[ _-]?diffusion)[ _-]?v?2(?:\.[01x]|1)?\b/gi;
 
     function tokens(text) {
       text = text.replace(SD2, " sd2 ").replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
@@ -164,7 +163,7 @@
     function sameWording(line) {
       const low = canonical(line).toLowerCase();
       const found = index.family_messages.find(([, pattern]) => new RegExp(pattern).test(low));
-      if (!found || /\b(?:long|int|short|char|byte|bool)\b/.test(low)) return [];
+      if (!found || INTEGER_DTYPES.test(low)) return [];
       const pattern = new RegExp(found[1]);
       return [...new Set(index.signatures.filter((s) => s.shapes.some((x) =>
         pattern.test(x.toLowerCase()))).map((s) => s.case))].sort(byName);
