@@ -158,6 +158,9 @@ USAGE = (
 )
 
 
+REQUIREMENT_FILE_FLAGS = ("-r", "--requirement")  # pip's: the next argument is a file
+
+
 def _file_record(path: Path) -> dict:
     """A file the user named, as the store's header keeps it: its name and its content's hash."""
     return {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
@@ -166,7 +169,7 @@ def _file_record(path: Path) -> dict:
 def _requirement_files(arguments: tuple[str, ...]) -> list[Path]:
     """The files named by ``-r FILE`` among typed arguments."""
     return [Path(arguments[i + 1]) for i, word in enumerate(arguments[:-1])
-            if word in ("-r", "--requirement")]  # fmt: skip
+            if word in REQUIREMENT_FILE_FLAGS]  # fmt: skip
 
 
 def custom_set(arguments: list[str]) -> LibrarySet:
@@ -203,7 +206,7 @@ def _requested(arguments: list[str]) -> tuple[str, ...]:
     requested: list[str] = []
     words = iter(arguments)
     for word in words:
-        if word in ("-r", "--requirement"):
+        if word in REQUIREMENT_FILE_FLAGS:
             path = next(words, None)
             if path is None:
                 raise LibrarySetError("-r needs a file: -r requirements.txt")

@@ -33,7 +33,8 @@ _LIBRARY_PREFIX = re.compile(r"[^\s\"'(\[<=]*?/(?:site|dist)-packages/")
 
 # A variant's temporary folder (the runner's TMPDIR for it) and the random part of the folders
 # the gallery makes in it (``tempfile.mkdtemp(prefix="gallery-...")``): noise in a stored text.
-_VARIANT_TMP = re.compile(r"(?:\S*/)?\.gallery/work/run-[^/\s]+/[^/\s]+/[^/\s]+/tmp(?=/|\b)")
+_VARIANT_TMP = re.compile(rf"(?:\S*/)?{re.escape(str(WORK_DIR.relative_to(REPO_ROOT)))}"
+                          r"/run-[^/\s]+/[^/\s]+/[^/\s]+/tmp(?=/|\b)")
 _GALLERY_TEMPORARY = re.compile(r"\b(gallery-[a-z]+-)[a-z0-9_]{8}\b")
 
 
