@@ -15,10 +15,16 @@ from pathlib import Path
 import torch
 from diffusers import AutoencoderKL
 from diffusers.utils import logging as diffusers_logging
-from transformers import BertConfig, BertModel, LlamaConfig, LlamaForCausalLM
+from transformers import BertConfig, BertModel, LlamaForCausalLM
 
 from shared.checks import record_device
-from shared.tiny_models import TINY_VAE, quiet_hf_logging, save_pretrained_to_temp, tiny_seed
+from shared.tiny_models import (
+    TINY_VAE,
+    quiet_hf_logging,
+    save_pretrained_to_temp,
+    tiny_llama_config,
+    tiny_seed,
+)
 
 VOCAB, TOKENS = 256, 12  # token ids of the example input
 IMAGE_SIZE = 16  # pixels; the VAE halves it once: 8 x 8 latents
@@ -35,15 +41,7 @@ def cpu() -> torch.device:
 def save_tiny_llama() -> Path:
     """A 2-layer LlamaForCausalLM (hidden 64), saved in float32; its folder."""
     tiny_seed(0)
-    config = LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=128,
-    )
+    config = tiny_llama_config(vocab_size=VOCAB, max_position_embeddings=128)
     return save_pretrained_to_temp(LlamaForCausalLM(config))
 
 

@@ -20,11 +20,11 @@ import functools
 
 import torch
 from peft import LoraConfig
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer
 
 from shared.distributed import one_gloo_rank as gloo_rank
-from shared.tiny_models import quiet_hf_logging, tiny_seed
+from shared.tiny_models import quiet_hf_logging, tiny_llama_config, tiny_seed
 
 quiet_hf_logging()
 
@@ -42,14 +42,10 @@ def one_gloo_rank():
 def build_llama() -> LlamaForCausalLM:
     """A tiny Llama in float32, seeded (the variants cast it to bfloat16, as users load it)."""
     tiny_seed(0)
-    config = LlamaConfig(
+    config = tiny_llama_config(
         vocab_size=VOCAB,
         hidden_size=32,
         intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=64,
         # Training keeps no KV cache: the SFT recipes set model.config.use_cache = False (the
         # Trainer's gradient checkpointing turns it off too). With it on, transformers < 4.44
         # builds a DynamicCache (a dataclass) that FSDP2's input cast rebuilds empty per layer.

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
-from shared.tiny_models import quiet_hf_logging, tiny_seed
+from shared.tiny_models import quiet_hf_logging, tiny_llama_config, tiny_seed
 
 quiet_hf_logging()
 
@@ -40,15 +40,7 @@ DEVICE_MAP = {
 def save_tiny_checkpoint() -> Path:
     """Build the tiny Llama (float32, seeded), save it in shards; return the folder."""
     tiny_seed(0)
-    config = LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=64,
-    )
+    config = tiny_llama_config(vocab_size=VOCAB, hidden_size=32, intermediate_size=64)
     folder = Path(_temporary_folder("gallery-checkpoint-"))
     LlamaForCausalLM(config).save_pretrained(folder, max_shard_size=SHARD_SIZE)
     return folder

@@ -14,9 +14,15 @@ import tempfile
 from pathlib import Path
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
-from shared.tiny_models import knob, quiet_hf_logging, save_pretrained_to_temp, tiny_seed
+from shared.tiny_models import (
+    knob,
+    quiet_hf_logging,
+    save_pretrained_to_temp,
+    tiny_llama_config,
+    tiny_seed,
+)
 
 quiet_hf_logging()
 
@@ -38,15 +44,8 @@ def save_tiny_checkpoint() -> Path:
     tiny_seed(0)
     # RoPE base: Llama 2 uses 1e4, Llama 3 5e5; it sets the rotary inv_freq a cast rounds.
     rope_theta = knob("rope_theta", 1e4, (1e4, 5e5))
-    config = LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=64,
-        rope_theta=rope_theta,
+    config = tiny_llama_config(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, rope_theta=rope_theta
     )
     return save_pretrained_to_temp(LlamaForCausalLM(config))
 
