@@ -326,9 +326,9 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     convert.set_defaults(handler=convert_command)
 
 
-def table_text(matrix_dir: Path, case: str | None = None) -> str:
-    """The table of every stored set, or of one case's rows on every set that ran it."""
-    rows = [row for row in all_rows(matrix_dir) if case in (None, row.case)]
+def table_text(matrix_dir: Path, rows: list[Row] | None = None) -> str:
+    """The table of ``rows`` (default: every stored set's) with the flips read off them."""
+    rows = all_rows(matrix_dir) if rows is None else rows
     return markdown_table(rows, flips(rows, stored_bisections(matrix_dir)))
 
 
@@ -402,11 +402,12 @@ def collect_command(args: argparse.Namespace) -> int:
 
 
 def table_command(args: argparse.Namespace) -> int:
-    if args.case and not any(row.case == args.case for row in all_rows(args.matrix_dir)):
+    rows = [row for row in all_rows(args.matrix_dir) if args.case in (None, row.case)]
+    if args.case and not rows:
         print(f"matrix: error: no stored run of {args.case!r} in {relative(args.matrix_dir)}",
               file=sys.stderr)  # fmt: skip
         return ExitCode.USAGE_ERROR
-    print(table_text(args.matrix_dir, args.case), end="")
+    print(table_text(args.matrix_dir, rows), end="")
     return ExitCode.OK
 
 
