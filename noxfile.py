@@ -38,6 +38,7 @@ from shared.harness.library_sets import (  # noqa: E402
     LibrarySet,
     LibrarySetError,
     custom_set,
+    names_a_set,
     named_sets,
 )
 from shared.harness.library_sets import library_set as named_set  # noqa: E402
@@ -114,6 +115,8 @@ def matrix(session: nox.Session, library_set: str) -> None:
         if library_set == CUSTOM and not session.posargs:
             session.skip(str(exc))
         session.error(str(exc))
+    if library_set != CUSTOM and names_a_set(session.posargs):
+        session.skip("the set named after -- runs as matrix(custom)")
     if library_set != CUSTOM and session.posargs:  # some of the set's cases only
         unknown = sorted(set(session.posargs) - set(case_names()))
         if unknown:

@@ -70,3 +70,15 @@ def test_one_case_swept_over_dated_sets_skips_those_before_its_era(tmp_path):
     unknown = nox("--envdir", envdir, "-s", "matrix(as-of-2024-01-15)", "--", "no-such-case")
     assert unknown.returncode != 0
     assert "no case named ['no-such-case']" in unknown.stdout + unknown.stderr
+
+
+def test_a_set_named_after_the_dashes_runs_only_as_the_custom_set(tmp_path):
+    """`nox -s matrix -- torch==X` selects every matrix session: the named sets skip, saying
+    where the set runs, instead of failing on a requirement taken for a case's name."""
+    envdir = str(tmp_path / "envs")
+    for arguments in (["torch==2.4.1"], ["--as-of", "2024-06-30"], ["-r", "requirements.txt"]):
+        named = nox("--envdir", envdir, "-s", "matrix(pinned)", "--", *arguments)
+        output = named.stdout + named.stderr
+        assert named.returncode == 0, output
+        assert "the set named after -- runs as matrix(custom)" in output
+        assert "Session matrix(pinned) skipped" in output

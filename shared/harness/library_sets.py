@@ -172,6 +172,12 @@ def _requirement_files(arguments: tuple[str, ...]) -> list[Path]:
             if word in REQUIREMENT_FILE_FLAGS]  # fmt: skip
 
 
+def names_a_set(arguments: list[str]) -> bool:
+    """Whether ``nox -s matrix -- ARGS`` names a library set (an option, or a requirement with a
+    version or a URL) rather than cases: a bare word is a case's name."""
+    return any(word.startswith("-") or re.search(r"[=<>!~@]", word) for word in arguments)
+
+
 def custom_set(arguments: list[str]) -> LibrarySet:
     """What ``nox -s matrix -- ARGS`` names: requirements (typed, or ``-r FILE``) over the
     pinned set; ``--as-of DATE`` first for the stack of that date (extra requirements over it);
