@@ -134,6 +134,30 @@ def test_a_message_no_case_documents_lists_those_with_its_wording_and_other_dtyp
     assert (found.kind, found.candidates) == ("family", []), found
 
 
+def test_a_device_message_of_another_argument_says_so_not_other_dtypes():
+    """mat2 on the CPU in a CUDA matmul: the device check's wording, which inputs-device documents
+    for the ids of an embedding and the ids of a logits processor."""
+    found = first("RuntimeError: Expected all tensors to be on the same device, but got mat2 is on "
+                  "cpu, different from other tensors on cuda:0 (when checking argument in method "
+                  "wrapper_CUDA_mm)")  # fmt: skip
+    assert (found.kind, found.candidates) == ("family", ["inputs-device"]), found
+    text = describe(found, default_catalog(), "")
+    assert "documented with its wording, other tensors or devices: inputs-device" in text, text
+
+
+def test_the_logits_processor_text_is_documented_by_inputs_device():
+    for text in (
+        "Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+        "and cpu! (when checking argument for argument test_elements in method "
+        "wrapper_CUDA_isin_Tensor_Tensor)",
+        "Expected all tensors to be on the same device, but got test_elements is on cpu, "
+        "different from other tensors on cuda:0 (when checking argument in method "
+        "wrapper_CUDA_isin_Tensor_Tensor)",
+    ):
+        found = first(text)
+        assert found.candidates[:1] == ["inputs-device"] and found.matched, found
+
+
 def test_the_cuda_wording_is_the_cpu_one():
     assert shape("expected mat1 and mat2 to have the same dtype, but got: c10::Half != float") == \
         shape("mat1 and mat2 must have the same dtype, but got Half and Float")

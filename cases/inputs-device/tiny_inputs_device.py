@@ -27,7 +27,8 @@ from shared.tiny_models import quiet_hf_logging, tiny_seed
 
 quiet_hf_logging()
 
-PROMPT = "a photo of a cat"
+PROMPT = "a photo of a cat"  # five ids: the tokenizer adds no special tokens
+MIN_LENGTH = 8  # prompt and new ids: no end of sequence before the third new id
 WORDS = ["a", "photo", "painting", "of", "cat", "dog"]
 IMAGE_SIZE = 32  # pixels; CLIP's patch embedding cuts 8 x 8 patches
 

@@ -420,6 +420,7 @@ class Answer:
     matched: str = ""  # the line or words that matched
     candidates: list[str] = field(default_factory=list)
     family: str = ""
+    by_wording: bool = False  # candidates document the message's wording, not the message
 
 
 def message_family(line: str) -> tuple[str, bool]:
@@ -534,6 +535,7 @@ def answer(text: str, catalog: Catalog) -> list[Answer]:
         if family:  # no case documents this message: its family's cases would mislead
             found = _family_answer(family, "its message", catalog, text)
             found.candidates = same_wording(line, catalog)
+            found.by_wording = True
             return [found]
     return _symptom_answers(query, text, catalog, any(map(EXCEPTION.search, clean_lines(text))))
 
@@ -696,6 +698,10 @@ def describe(found: Answer, catalog: Catalog, text: str, matrix_dir: Path = MATR
     return "\n".join(lines)
 
 
+# What differs between a message and the documented one of the same wording, by family.
+OTHER_OPERANDS = {"device-placement": "other tensors or devices"}
+
+
 def describe_family(found: Answer) -> str:
     family = found.name
     guard = GUARD_LINES["nan" if family == "overflow" else "mix"]
@@ -703,8 +709,8 @@ def describe_family(found: Answer) -> str:
              "no documented case's mechanism is certain from this text)"]  # fmt: skip
     if found.candidates:
         label = ("documented with this message" if found.matched else
-                 "documented with its wording, other dtypes" if found.sureness.endswith(
-                     "its message") else "cases of this family")  # fmt: skip
+                 f"documented with its wording, {OTHER_OPERANDS.get(family, 'other dtypes')}"
+                 if found.by_wording else "cases of this family")  # fmt: skip
         lines.append(f"  {label}: " + ", ".join(found.candidates))
     if family in ("dtype-mix", "device-placement", "overflow"):
         lines.append("  find which on your model: wrap one step, the report names the module:")
