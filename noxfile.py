@@ -38,8 +38,8 @@ from shared.harness.library_sets import (  # noqa: E402
     LibrarySet,
     LibrarySetError,
     custom_set,
-    names_a_set,
     named_sets,
+    names_a_set,
 )
 from shared.harness.library_sets import library_set as named_set  # noqa: E402
 

@@ -10,7 +10,6 @@ return CPU tensors, as they always do: where those tensors go is what this case 
 from __future__ import annotations
 
 import numpy as np
-import torch
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
