@@ -10,6 +10,7 @@ return CPU tensors, as they always do: where those tensors go is what this case 
 from __future__ import annotations
 
 import numpy as np
+import torch
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
@@ -22,6 +23,7 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
+from shared.checks import compare_to_reference
 from shared.tiny_models import quiet_hf_logging, tiny_seed
 
 quiet_hf_logging()
@@ -58,6 +60,18 @@ def tiny_llama(vocab_size: int) -> LlamaForCausalLM:
         eos_token_id=2,
     )
     return LlamaForCausalLM(config).eval()
+
+
+def check_generated(model: LlamaForCausalLM, output_ids: torch.Tensor) -> None:
+    """The logits of a generated sequence on the model's device vs the same weights in float32
+    on the CPU."""
+    reference = tiny_llama(model.config.vocab_size)
+    with torch.no_grad():
+        logits = model(output_ids.to(model.device)).logits
+        expected = reference(output_ids.cpu()).logits
+    # float32 both, CUDA vs CPU kernels: 1e-4 on logits of order 0.1
+    compare_to_reference("logits of the generated sequence", logits, expected, dtype=torch.float32,
+                         atol=1e-4, rtol=1e-4)  # fmt: skip
 
 
 def tiny_clip_vision() -> CLIPVisionModel:
