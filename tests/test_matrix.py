@@ -376,7 +376,7 @@ def test_the_committed_store_holds_every_declared_cell_in_its_format(capsys):
 
 
 def test_one_case_s_table_on_every_set_that_ran_it(capsys):
-    """`matrix table --case CASE`: what a one-case sweep (`nox -k as-of -- CASE`) is read with."""
+    """`matrix table --case CASE`: what a one-case sweep (`nox -t sweep -- CASE`) is read with."""
     assert matrix_main(["table", "--case", "minicpm"]) == 0
     table = capsys.readouterr().out
     headings = [line for line in table.splitlines() if line.startswith("## ")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 from conftest import ROOT
 
 from shared.harness.catalog import case_names
+from shared.harness.library_sets import named_sets
 
 
 def nox(*args: str) -> subprocess.CompletedProcess:
@@ -59,7 +61,7 @@ def test_missing_packages_are_a_clear_error():
 
 
 def test_one_case_swept_over_dated_sets_skips_those_before_its_era(tmp_path):
-    """`nox -k as-of -- CASE` sweeps one case: a dated set that does not run it is skipped,
+    """`nox -t sweep -- CASE` sweeps one case: a dated set that does not run it is skipped,
     saying why, before anything is installed; an unknown case name is an error."""
     envdir = str(tmp_path / "envs")
     early = nox("--envdir", envdir, "-s", "matrix(as-of-2024-01-15)", "--", "gemma3-fp16-overflow")
@@ -82,3 +84,12 @@ def test_a_set_named_after_the_dashes_runs_only_as_the_custom_set(tmp_path):
         assert named.returncode == 0, output
         assert "the set named after -- runs as matrix(custom)" in output
         assert "Session matrix(pinned) skipped" in output
+
+
+def test_the_sweep_tag_selects_every_dated_set_and_nothing_else():
+    """The documented one-case sweep is `nox -t sweep -- CASE` (`-k as-of` is no expression)."""
+    listed = nox("--list", "--json", "-t", "sweep")
+    assert listed.returncode == 0, listed.stderr
+    chosen = {session["session"] for session in json.loads(listed.stdout)}
+    dated = {f"matrix({name})" for name in named_sets() if name.startswith("as-of-")}
+    assert len(dated) >= 10 and chosen == dated, chosen ^ dated
