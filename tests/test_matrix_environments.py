@@ -21,6 +21,7 @@ from packaging.version import Version
 from shared.harness import bisect
 from shared.harness.cli import main
 from shared.harness.environment import (
+    _IMPORT_EACH,
     ImportFailure,
     import_failures,
     install_commands,
@@ -243,3 +244,36 @@ def test_the_matrix_session_stops_before_any_run_on_a_library_that_cannot_be_imp
         f"matrix: error: {name}: accelerate 0.1.0 cannot be imported: no module named 'triton'"
     ) in output
     assert "shared.harness run" not in output and not (tmp_path / "matrix").exists()
+
+
+WRAPPING_MODULE = '''
+try:
+    import no_such_module_here
+except ImportError as inner:
+    raise RuntimeError(
+        "Failed to import wrapper.models because of the following error (look up to see its "
+        "traceback):\\nNo module named 'no_such_module_here'"
+    ) from inner
+'''
+
+
+def test_an_import_failure_names_the_error_it_wraps(tmp_path):
+    """diffusers wraps an import error in a RuntimeError whose first line says only "look up to
+    see its traceback": the line names the wrapped error and its missing module, told the same
+    way in this process and in the child that imports for another interpreter."""
+    (tmp_path / "wrapper.py").write_text(WRAPPING_MODULE)
+    told = ("RuntimeError: Failed to import wrapper.models because of the following error (look "
+            "up to see its traceback): (from ModuleNotFoundError: No module named "
+            "'no_such_module_here')")  # fmt: skip
+    child = subprocess.run([sys.executable, "-c", _IMPORT_EACH, "wrapper"], cwd=tmp_path,
+                           capture_output=True, text=True)  # fmt: skip
+    assert json.loads(child.stdout.strip().splitlines()[-1]) == {
+        "wrapper": [told, "no_such_module_here"]}
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import wrapper  # noqa: F401
+    except RuntimeError as exc:
+        failure = ImportFailure.of("wrapper", "1.0", exc)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert (failure.error, failure.missing_module) == (told, "no_such_module_here")

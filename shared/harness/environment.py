@@ -93,9 +93,7 @@ class ImportFailure:
     @classmethod
     def of(cls, package: str, version: str, exc: BaseException) -> ImportFailure:
         """From what importing the package raised (in this process)."""
-        lines = str(exc).strip().splitlines()
-        return cls(package, version, f"{type(exc).__name__}: {lines[0] if lines else ''}",
-                   exc.name if isinstance(exc, ModuleNotFoundError) else None)  # fmt: skip
+        return cls(package, version, *tell_failure(exc))
 
     def describe(self, library_set: str = "this environment", remedy: str = "") -> str:
         """One line naming the set (or the environment), the library, what is missing, and
@@ -109,17 +107,39 @@ class ImportFailure:
         )
 
 
+# How an import failure is told, here and in the child that imports for another interpreter (it
+# cannot import the harness, so both run this source): the error's first line, and the error it
+# wraps when there is one (diffusers' "Failed to import ... (look up to see its traceback)"
+# says nothing of its cause itself); the module a ModuleNotFoundError names, at either end.
+_TELL_FAILURE = """
+def tell_failure(exc):
+    def first_line(error):
+        lines = str(error).strip().splitlines()
+        return type(error).__name__ + ": " + (lines[0] if lines else "")
+    root, seen = exc, {id(exc)}
+    while (root.__cause__ or root.__context__) is not None:
+        inner = root.__cause__ or root.__context__
+        if id(inner) in seen:
+            break
+        root = inner
+        seen.add(id(root))
+    told = first_line(exc) + ("" if root is exc else " (from " + first_line(root) + ")")
+    missing = [e.name for e in (root, exc) if isinstance(e, ModuleNotFoundError)]
+    return [told, missing[0] if missing else None]
+"""
+_namespace: dict = {}
+exec(_TELL_FAILURE, _namespace)  # noqa: S102 - our own source, shared with the child below
+tell_failure = _namespace["tell_failure"]
+
 # Each library in turn, in one child: a failure is caught and recorded, the next is tried.
-_IMPORT_EACH = """
+_IMPORT_EACH = _TELL_FAILURE + """
 import importlib, json, sys
 failed = {}
 for name in sys.argv[1:]:
     try:
         importlib.import_module(name)
     except BaseException as exc:
-        lines = str(exc).strip().splitlines()
-        failed[name] = [f"{type(exc).__name__}: {lines[0] if lines else ''}",
-                        exc.name if isinstance(exc, ModuleNotFoundError) else None]
+        failed[name] = tell_failure(exc)
 print("\\n" + json.dumps(failed))
 """
 
