@@ -3,7 +3,7 @@ with ``tiny_seed``, nothing downloaded) and a batch of two texts, the shorter on
 a tokenizer pads a training or scoring batch, so the model builds a float padding mask for
 attention. Right, not left: with left padding the first rows of the padded text see no key at
 all, and on torch 2.2 to 2.4 (the stacks of 2024-04 to 2024-10) bfloat16 autocast makes such
-rows NaN (the float32 minimum rounds to -inf in bfloat16), another failure than this case's."""
+rows NaN (the float32 minimum rounds to -inf in bfloat16): the autocast-left-padding-nan case."""
 
 from __future__ import annotations
 
