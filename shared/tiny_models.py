@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,22 +26,33 @@ PERTURBATIONS = ("seed", "low", "high")
 OTHER_SEED_OFFSET = 1009  # GALLERY_PERTURB=seed: every tiny_seed(n) becomes n + this
 
 
-def _perturbation() -> str:
-    wanted = os.environ.get(PERTURB_VARIABLE, "")
-    if wanted and wanted not in PERTURBATIONS:
-        raise ValueError(f"{PERTURB_VARIABLE} must be one of {PERTURBATIONS}, got {wanted!r}")
+def perturbation(wanted: str) -> str:
+    """``wanted`` if it names a perturbation: seed, low, high, or seed:N (every seed moved by N)."""
+    if wanted and wanted not in PERTURBATIONS and not re.fullmatch(r"seed:\d+", wanted):
+        raise ValueError(f"{PERTURB_VARIABLE} must be one of {PERTURBATIONS} or seed:N (every "
+                         f"seed moved by N), got {wanted!r}")  # fmt: skip
     return wanted
+
+
+def _perturbation() -> str:
+    return perturbation(os.environ.get(PERTURB_VARIABLE, ""))
+
+
+def _seed_offset() -> int:
+    wanted = _perturbation()
+    if wanted.startswith("seed:"):
+        return int(wanted.removeprefix("seed:"))
+    return OTHER_SEED_OFFSET if wanted == "seed" else 0
 
 
 def tiny_seed(seed: int = 0) -> int:
     """Seed torch for a tiny model's random weights; return the seed used.
 
-    ``seed`` as written, or another one under ``GALLERY_PERTURB=seed``.
+    ``seed`` as written, or another one under ``GALLERY_PERTURB=seed`` (``seed:N``: moved by N).
     """
     import torch
 
-    if _perturbation() == "seed":
-        seed += OTHER_SEED_OFFSET
+    seed += _seed_offset()
     RECORD["knobs"]["seed"] = seed
     torch.manual_seed(seed)
     return seed

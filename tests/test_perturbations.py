@@ -88,3 +88,17 @@ def test_a_silent_verdict_holds_under_perturbation(case, variant, perturbation, 
     )
     if perturbation == "seed":  # the knob reached the variant: another seed than as written
         assert knobs["seed"] >= OTHER_SEED_OFFSET, knobs
+
+
+def test_any_seed_offset_can_be_asked_and_a_wrong_one_is_refused(monkeypatch):
+    """`--perturb seed:N` (GALLERY_PERTURB=seed:N) moves every tiny_seed by N, to try seeds the
+    suite does not; anything else than the named perturbations is an error, not ignored."""
+    from shared.tiny_models import tiny_seed
+
+    monkeypatch.setenv("GALLERY_PERTURB", "seed:42")
+    assert tiny_seed(3) == 45
+    monkeypatch.setenv("GALLERY_PERTURB", "seed")
+    assert tiny_seed(3) == 3 + OTHER_SEED_OFFSET
+    monkeypatch.setenv("GALLERY_PERTURB", "seed:forty")
+    with pytest.raises(ValueError, match="seed:N"):
+        tiny_seed(3)

@@ -54,7 +54,7 @@ from shared.harness.verdicts import (
     judge,
     skip_reason,
 )
-from shared.tiny_models import PERTURB_VARIABLE, PERTURBATIONS
+from shared.tiny_models import PERTURB_VARIABLE, perturbation
 
 # Every case needs torch; other libraries are each case's `requires` (a case whose library is
 # missing, as in an upstream-era set, is SKIPPED with the reason).
@@ -263,10 +263,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                 help="run only this variant (of every case named, or of CASE)",
             )
             command.add_argument(
-                "--perturb", choices=PERTURBATIONS,
-                help="run every tiny model with another seed (seed) or each knob at the low or "
-                "high end of its realistic range: a silent verdict must not change "
-                f"(sets {PERTURB_VARIABLE} for every variant)",
+                "--perturb", type=perturbation, metavar="{seed,seed:N,low,high}",
+                help="run every tiny model with another seed (seed; seed:N moves every seed by "
+                "N) or each knob at the low or high end of its realistic range: a silent verdict "
+                f"must not change (sets {PERTURB_VARIABLE} for every variant)",
             )  # fmt: skip
             command.add_argument(
                 "--require-cuda", action="store_true", help="refuse to run without a CUDA GPU"
