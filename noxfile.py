@@ -123,6 +123,8 @@ def matrix(session: nox.Session, library_set: str) -> None:
         session.error(str(exc))
     if library_set != CUSTOM and names_a_set(session.posargs):
         session.skip("the set named after -- runs as matrix(custom)")
+    if session.python:  # `nox --force-python 3.12`: its records beside the default Python's
+        chosen = dataclasses.replace(chosen, name=f"{chosen.name}-py{session.python}")
     if library_set != CUSTOM and session.posargs:  # some of the set's cases only
         unknown = sorted(set(session.posargs) - set(case_names()))
         if unknown:
