@@ -1,14 +1,19 @@
 """What the autocast-left-padding-nan variants share: a tiny ``LlamaForCausalLM`` (real class,
 seeded with ``tiny_seed``, nothing downloaded) and a batch of two texts, the shorter one
 left-padded as a tokenizer pads a batch for generation, so the first rows of that text see no
-real key at all."""
+real key at all.
+
+Its one arbitrary scale, ``weight_scale``: the std of the weights (``initializer_range``), 0.02 as
+every LLM config ships it and about what trained 7B checkpoints hold, up to 0.05 for smaller,
+longer-trained models. The NaN does not depend on it (a row that sees only ``-inf`` is NaN at any
+scale); the perturbation tests check that it does not."""
 
 from __future__ import annotations
 
 import torch
 
 from shared.checks import record_device
-from shared.tiny_models import quiet_hf_logging, tiny_llama_config, tiny_seed
+from shared.tiny_models import knob, quiet_hf_logging, tiny_llama_config, tiny_seed
 
 quiet_hf_logging()
 
@@ -26,7 +31,7 @@ def tiny_llama(attn_implementation: str):
     from transformers import LlamaForCausalLM
 
     tiny_seed(0)
-    config = tiny_llama_config()
+    config = tiny_llama_config(initializer_range=knob("weight_scale", 0.02, (0.02, 0.05)))
     config._attn_implementation = attn_implementation  # from_pretrained(attn_implementation=...)
     return LlamaForCausalLM(config).eval()
 
