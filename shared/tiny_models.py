@@ -96,18 +96,6 @@ def tiny_llama_config(**overrides):
     return LlamaConfig(**{**sizes, **overrides})
 
 
-def tiny_llama(attn_implementation: str, **overrides):
-    """A seeded ``LlamaForCausalLM`` on ``tiny_llama_config(**overrides)`` in eval mode, with the
-    attention ``attn_implementation`` names (what ``from_pretrained(attn_implementation=...)``
-    sets)."""
-    from transformers import LlamaForCausalLM
-
-    tiny_seed(0)
-    config = tiny_llama_config(**overrides)
-    config._attn_implementation = attn_implementation
-    return LlamaForCausalLM(config).eval()
-
-
 def long_rope_llama_config():
     """The RoPE cases' tiny Llama config (rope-bf16, fsdp-buffer-dtype-rope): one layer, 4096
     positions, so the angles at positions > 2000 show a rounded inv_freq."""

@@ -13,8 +13,7 @@ from __future__ import annotations
 import torch
 
 from shared.checks import record_device
-from shared.tiny_models import knob, quiet_hf_logging, tiny_seed
-from shared.tiny_models import tiny_llama as shared_tiny_llama
+from shared.tiny_models import knob, quiet_hf_logging, tiny_llama_config, tiny_seed
 
 quiet_hf_logging()
 
@@ -29,8 +28,12 @@ def cpu() -> torch.device:
 
 def tiny_llama(attn_implementation: str):
     """A 2-layer Llama (hidden 64, 4 heads) with the attention ``attn_implementation`` names."""
-    weight_scale = knob("weight_scale", 0.02, (0.02, 0.05))
-    return shared_tiny_llama(attn_implementation, initializer_range=weight_scale)
+    from transformers import LlamaForCausalLM
+
+    tiny_seed(0)
+    config = tiny_llama_config(initializer_range=knob("weight_scale", 0.02, (0.02, 0.05)))
+    config._attn_implementation = attn_implementation  # from_pretrained(attn_implementation=...)
+    return LlamaForCausalLM(config).eval()
 
 
 def left_padded_batch() -> dict[str, torch.Tensor]:

@@ -3,10 +3,9 @@ CPU inference guides advise): the q/k/v projections leave the Linear layers in b
 padding mask is built in the embeddings' float32, and SDPA refuses to mix them on torch < 2.2."""
 
 import torch
-from tiny_cpu_autocast_mha_mask import cpu, padded_batch, real_token_logits
+from tiny_cpu_autocast_mha_mask import cpu, padded_batch, real_token_logits, tiny_llama
 
 from shared.checks import compare_to_reference
-from shared.tiny_models import tiny_llama
 
 device = cpu()
 model = tiny_llama("sdpa").to(device)  # transformers' default attention on torch >= 2.1.1

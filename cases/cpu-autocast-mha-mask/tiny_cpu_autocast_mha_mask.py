@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from shared.checks import record_device
-from shared.tiny_models import quiet_hf_logging, tiny_seed
+from shared.tiny_models import quiet_hf_logging, tiny_llama_config, tiny_seed
 
 quiet_hf_logging()
 
@@ -20,6 +20,16 @@ SEQUENCE, PADDING = 8, 3  # the second text is 5 tokens, right-padded to 8
 def cpu() -> torch.device:
     """The CPU, on any machine: CUDA autocast always cast SDPA's inputs, CPU autocast did not."""
     return record_device(torch.device("cpu"), "the failure is CPU autocast's")
+
+
+def tiny_llama(attn_implementation: str):
+    """A 2-layer Llama (hidden 64, 4 heads) with the attention ``attn_implementation`` names."""
+    from transformers import LlamaForCausalLM
+
+    tiny_seed(0)
+    config = tiny_llama_config()
+    config._attn_implementation = attn_implementation  # from_pretrained(attn_implementation=...)
+    return LlamaForCausalLM(config).eval()
 
 
 def padded_batch() -> dict[str, torch.Tensor]:
