@@ -105,3 +105,12 @@ def test_every_case_readme_tells_its_story_in_the_one_outline():
         assert set(REQUIRED) <= set(headings), f"{name}: needs {REQUIRED}, has {headings}"
     template = (REPO_ROOT / "cases" / "_template" / "README.md").read_text(encoding="utf-8")
     assert [line[3:] for line in template.splitlines() if line.startswith("## ")] == list(OUTLINE)
+
+
+def test_a_versions_table_shows_the_library_its_boundaries_name():
+    """offload-move's flip is in accelerate, which transformers imports for it: its versions
+    table still has accelerate's column; a case that names no such library keeps torch's and
+    its own imports' only."""
+    shown = readme._shown_packages
+    assert shown(load_case("offload-move")) == ["torch", "transformers", "accelerate"]
+    assert shown(load_case("freeu-fft")) == ["torch", "diffusers"]

@@ -157,9 +157,14 @@ def variants_section(case: Case) -> list[str]:
 
 
 def _shown_packages(case: Case) -> list[str]:
-    """The recorded libraries the case's scripts import (torch first)."""
-    imported = set().union(*(imported_packages(v.script) for v in case.variants))
-    return [name for name in VERSIONED_PACKAGES if name in imported or name == "torch"]
+    """The recorded libraries the case's scripts import, and those its requirements and `when`
+    entries name (a boundary in accelerate shows accelerate's column, even where transformers
+    is what imports it); torch first."""
+    shown = set().union(*(imported_packages(v.script) for v in case.variants))
+    for variant in case.variants:
+        shown |= set(variant.requires.packages) | set(variant.requires.cpu_packages)
+        shown |= {name for condition in variant.conditions for name in condition.packages}
+    return [name for name in VERSIONED_PACKAGES if name in shown or name == "torch"]
 
 
 def versions_section(case: Case, rows: list, found_flips: list[dict]) -> list[str]:
