@@ -303,6 +303,8 @@ def test_browser_check_fails_on_broken_links_errors_and_outside_requests(
         head + '<a href="minicpm/index.html">fine</a> <a href="minicpm/missing.html">broken</a>',
         encoding="utf-8",
     )
+    (copy / "wide.html").write_text(
+        head + '<p class="culprit">' + "a." * 800 + "</p>", encoding="utf-8")
     (copy / "noisy.html").write_text(
         head + '<script>console.error("boom"); notDefined();</script>'
         '<img src="https://example.invalid/logo.png" alt="">',
@@ -315,7 +317,10 @@ def test_browser_check_fails_on_broken_links_errors_and_outside_requests(
     assert "noisy.html: console error: boom" in noisy
     assert "noisy.html: page error: notDefined is not defined" in noisy
     assert "noisy.html: requests https://example.invalid/logo.png from outside the site" in noisy
-    assert not [line for line in failures if "links.html" not in line and "noisy" not in line]
+    wide = [line for line in failures if "wide.html" in line]
+    assert len(wide) == 1 and "px wide in a 1280 px window (sticks out: p.culprit" in wide[0], wide
+    assert not [line for line in failures
+                if "links.html" not in line and "noisy" not in line and "wide" not in line]
 
 
 def search_texts() -> list[str]:

@@ -385,7 +385,11 @@ def _readme(path: Path) -> Markup:
     if not path.is_file():
         return Markup()
     text = path.read_text(encoding="utf-8")
-    return Markup(markdown.markdown(text, extensions=["fenced_code", "tables"]))
+    html = markdown.markdown(text, extensions=["fenced_code", "tables"])
+    # A table of many library columns scrolls in its box; the page never does.
+    html = html.replace("<table>", '<div class="table-box"><table>').replace(
+        "</table>", "</table></div>")
+    return Markup(html)
 
 
 def read_report(path: Path) -> CaseReport | None:

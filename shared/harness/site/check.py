@@ -1,7 +1,8 @@
 """Check the built site in headless Chromium (Playwright driving Debian's chromium).
 
 Serves the site on 127.0.0.1, loads every page, fails on console errors, page errors, failed
-requests and broken internal links, and saves a full-page screenshot of each page.
+requests, broken internal links and a page wider than the window (a wide table or a long word
+must scroll or wrap in its own box), and saves a full-page screenshot of each page.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from shared.harness.site.build import SiteError
 
 CHROMIUM = Path("/usr/bin/chromium")
+WINDOW = {"width": 1280, "height": 800}
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -61,7 +63,7 @@ def check(out: Path, screenshot_dir: Path) -> list[str]:
         except PlaywrightError as exc:
             raise SiteError(f"chromium did not start: {exc}; {BROWSER_HINT}") from None
         for path in pages:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page = browser.new_page(viewport=WINDOW)
             _watch(page, path, base, problems)
             try:
                 page.goto(base + path, wait_until="load")
@@ -71,12 +73,31 @@ def check(out: Path, screenshot_dir: Path) -> list[str]:
                 screenshot = screenshot_dir / f"{path.removesuffix('.html').replace('/', '__')}.png"
                 page.screenshot(path=screenshot, full_page=True)
                 problems += links.check(page, path, base)
+                problems += too_wide(page, path)
             page.close()
             print(f"site: checked {path}")
         browser.close()
     for url, path in sorted(links.external.items()):
         print(f"site: external link, not fetched: {url}  (on {path})")
     return problems
+
+
+def too_wide(page, path: str) -> list[str]:
+    """The page scrolls sideways: name the deepest elements that stick out (the culprits)."""
+    width = page.evaluate("document.documentElement.scrollWidth")
+    if width <= WINDOW["width"]:
+        return []
+    culprits = page.evaluate("""limit => {
+        const out = (e) => !e.closest('.timeline-box, .table-box') && (
+            e.getBoundingClientRect().right > limit ||
+            (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === 'visible'));
+        return [...document.querySelectorAll('body *')]
+            .filter(e => out(e) && ![...e.children].some(out)).slice(0, 3)
+            .map(e => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '')
+                      + ' "' + (e.textContent || '').trim().slice(0, 50) + '"');
+    }""", WINDOW["width"])  # fmt: skip
+    return [f"{path}: {width} px wide in a {WINDOW['width']} px window (sticks out: "
+            f"{'; '.join(culprits) or 'unknown'})"]
 
 
 class LinkChecker:
