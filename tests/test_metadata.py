@@ -93,6 +93,18 @@ def test_when_entries_pick_the_expectation_by_version_and_device(tmp_path):
         (('family = "dtype-mix"', ""), "'family' is required"),
         (('cause = "c"', ""), "'cause' is required"),
         (('cause = "c"', 'cause = "c"\nphrases = "black image"'), "phrases must be a list"),
+        (("era_start = 2024-01-01", "era_start = 2024-01-01\nusual_cause_of = ['x']"),
+         "one table per message"),
+        (("era_start = 2024-01-01", "era_start = 2024-01-01\n[[usual_cause_of]]\npattern = '('"),
+         "is not a valid regex"),
+        (("era_start = 2024-01-01", "era_start = 2024-01-01\n[[usual_cause_of]]\nnamed = ['x']"),
+         "'pattern' is required"),
+        (("era_start = 2024-01-01",
+          "era_start = 2024-01-01\n[[usual_cause_of]]\npattern = 'x'\nvariant = 'nope'"),
+         "variant 'nope' is not a variant of this case"),
+        (("era_start = 2024-01-01",
+          "era_start = 2024-01-01\n[[usual_cause_of]]\npattern = 'x'\nunless_named = 'y'"),
+         "unless_named must be a list"),
     ],
 )
 def test_malformed_metadata_is_a_clear_error(tmp_path, change, complaint):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import datetime
+import re
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -56,7 +57,8 @@ FAMILIES = {
 }
 # The keys each table of a case.toml takes (cases/README.md documents each; a test checks).
 CASE_KEYS = ("title", "summary", "cause", "fix", "phrases", "project", "issue", "family", "hazard",
-             "era", "era_start", "requires", "variant")  # fmt: skip
+             "era", "era_start", "usual_cause_of", "requires", "variant")  # fmt: skip
+USUAL_CAUSE_KEYS = ("pattern", "named", "unless_named", "variant")
 VARIANT_KEYS = ("name", "script", "timeout", "launcher", "ranks", "requires", "when", "fixes",
                 "audit", *EXPECTATION_KEYS)  # fmt: skip
 # What the audit (shared.culprit) finds in a variant: the case's hazard ("flagged"), not it
@@ -142,6 +144,19 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class UsualCause:
+    """A generic message (torch's own check, which never says why) this case is the usual cause
+    of: explain names the case for it without another anchor; where `named` is given, only for
+    a text that names one of those words too (a Half/Float clash is LoRA's only beside "lora"),
+    and never for one that names a word of `unless_named` (an inference failure: "backward")."""
+
+    pattern: str  # a regex, searched case-insensitively in the pasted line
+    named: tuple[str, ...] = ()
+    unless_named: tuple[str, ...] = ()
+    variant: str = ""  # the variant whose cause explain shows ("": the one the message hit)
+
+
+@dataclass(frozen=True)
 class Case:
     name: str
     folder: Path
@@ -157,6 +172,7 @@ class Case:
     era_start: datetime.date  # the first date the dated sweep runs the case on
     variants: tuple[Variant, ...]
     fix: str = ""  # the fix in one statement, where the broken/fixed diff cannot say it (explain)
+    usual_cause_of: tuple[UsualCause, ...] = ()
 
     def hazard_looked_for(self, audit: str) -> str:
         """The hazard kind an audit value is about: the kind it names, else the case's own."""
@@ -275,7 +291,33 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
         era_start=era_start,
         variants=variants,
         fix=_optional_str(data, "fix", where),
+        usual_cause_of=_parse_usual_causes(data.get("usual_cause_of", []), set(by_name), where),
     )
+
+
+def _parse_usual_causes(raw: object, variants: set[str], where: str) -> tuple[UsualCause, ...]:
+    where = f"{where} [[usual_cause_of]]"
+    if not isinstance(raw, list) or not all(isinstance(entry, dict) for entry in raw):
+        raise CaseError(f"{where}: one table per message: pattern = '<regex>', named = [...]")
+    found = []
+    for entry in raw:
+        _only_keys(entry, set(USUAL_CAUSE_KEYS), where)
+        pattern = _need_str(entry, "pattern", where)
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise CaseError(f"{where}: pattern {pattern!r} is not a valid regex: {exc}") from None
+        words = {}
+        for key in ("named", "unless_named"):
+            listed = entry.get(key, [])
+            if not isinstance(listed, list) or not all(isinstance(w, str) and w for w in listed):
+                raise CaseError(f"{where}: {key} must be a list of non-empty words")
+            words[key] = tuple(w.lower() for w in listed)
+        variant = _optional_str(entry, "variant", where)
+        if variant and variant not in variants:
+            raise CaseError(f"{where}: variant {variant!r} is not a variant of this case")
+        found.append(UsualCause(pattern, words["named"], words["unless_named"], variant))
+    return tuple(found)
 
 
 def _parse_variant(raw: dict, folder: Path, case_requires: Requirements, where: str) -> Variant:

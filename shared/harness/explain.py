@@ -17,7 +17,9 @@ sites, the cause, title, phrases, declared `fix` and the README.
    class and device: the reverse mismatch is another failure.
 2. **Generic messages** (torch's own dtype or device checks, a NaN cast: the message names the
    clash, never its cause) name a case only with an anchor: the case's subject (SDXL, T5, Gemma
-   3, a named project) in the text, or its raise site outside torch in the frames. Without one
+   3, a named project) in the text, or its raise site outside torch in the frames. Without one,
+   a case whose `usual_cause_of` claims the message (torch's meta-tensor copy, index_put's dtype
+   check, CPU inputs met by CUDA weights, a float64 operand) is named as its usual cause; else
    the answer is the family, its candidates, and how to find the mechanism on one's own model.
 3. **Symptoms**: BM25 (bm25s) over each case's words with the synonyms users write; a case
    whose title names a subject must have it in the text, else the family (BM25 over families).
@@ -55,13 +57,14 @@ EXTRA_FAMILIES = {
 # Messages of each family as torch and the libraries word them, whatever the case. `generic`:
 # the message names the clash, not its cause (a case needs an anchor to be named).
 FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
-    ("dtype-mix", r"mat1 and mat2 must have the same dtype", True),
+    ("dtype-mix", r"(?:mat1|self) and mat2 must have the same dtype", True),
     ("dtype-mix", r"expected (?:mat1|m1) and (?:mat2|m2) to have the same dtype", True),
     ("dtype-mix", r"expected scalar type \w+ but found \w+", True),
     ("dtype-mix", r"found dtype \w+ but expected \w+", True),
     ("dtype-mix", r"input type \((?:c10::|struct c10::)?\w+\) and (?:weight|bias) type", True),
     ("dtype-mix", r"index put requires the source and destination dtypes match", True),
     ("dtype-mix", r"expected query, key,? and value to have the same dtype", True),
+    ("dtype-mix", r"expected attn_mask dtype to be bool", False),
     ("device-placement", r"input type \(torch\.(?:cuda\.)?\w+\) and weight type \(torch\.", True),
     ("device-placement", r"expected all tensors to be on the same device", True),
     ("device-placement", r"cannot generate a \w+ tensor from a generator of type", False),
@@ -505,8 +508,9 @@ def find_hits(text: str, catalog: Catalog) -> list[Hit]:
     return hits
 
 
-# A clash of integer dtypes (indices, labels) is another failure than any documented here.
-INTEGER_DTYPES = re.compile(r"\b(?:long|int|short|char|byte|bool)\b")
+# A clash of integer dtypes (indices, labels) is another failure than any documented here
+# ("to be bool or float": the attention mask check's wording, no operand).
+INTEGER_DTYPES = re.compile(r"\b(?:long|int|short|char|byte|bool)\b(?! or\b)")
 
 
 def same_wording(line: str, catalog: Catalog) -> list[str]:
@@ -528,8 +532,14 @@ def answer(text: str, catalog: Catalog) -> list[Answer]:
     """Ranked answers: the first is what explain prints first."""
     hits = find_hits(text, catalog)
     query = tokens(text)
+    specific = [h for h in hits if not h.generic or h.anchored]
+    if specific:
+        return [_case_from_hits(specific, hits, query, catalog)]
+    usual = _usual_cause_answer(text, query, hits, catalog)
+    if usual:
+        return [usual]
     if hits:
-        return _answers_from_hits(hits, text, query, catalog)
+        return [_family_from_hits(hits, text, catalog)]
     for line in error_lines(text, catalog):
         family, _ = message_family(line)
         if family:  # no case documents this message: its family's cases would mislead
@@ -540,25 +550,58 @@ def answer(text: str, catalog: Catalog) -> list[Answer]:
     return _symptom_answers(query, text, catalog, any(map(EXCEPTION.search, clean_lines(text))))
 
 
-def _answers_from_hits(hits: list[Hit], text: str, query: list[str],
-                       catalog: Catalog) -> list[Answer]:  # fmt: skip
+def _case_from_hits(specific: list[Hit], hits: list[Hit], query: list[str],
+                    catalog: Catalog) -> Answer:  # fmt: skip
     rank = {"message": 2, "shape": 1}
-    specific = [h for h in hits if not h.generic or h.anchored]
-    if specific:
-        specific.sort(key=lambda h: (-anchor_strength(h), -rank[h.how], h.case))
-        best = specific[0]
-        if not best.anchored:  # several cases document the same specific message: BM25 decides
-            tied = [h for h in specific if not h.anchored and rank[h.how] == rank[best.how]]
-            if len({h.case for h in tied}) > 1:
-                scores = bm25_scores(catalog.case_docs, query)
-                best = max(tied, key=lambda h: (scores[h.case], -ord(h.case[0])))
-        sureness = ("documented message" if best.how == "message" else
-                    "same message, other dtypes or devices")  # fmt: skip
-        if best.anchored:
-            sureness += f" + {best.anchored}"
-        others = sorted({h.case for h in hits} - {best.case})
-        return [Answer("case", best.case, sureness, best.variant, best.where, best.line, others,
-                       catalog.cases[best.case].family)]  # fmt: skip
+    specific.sort(key=lambda h: (-anchor_strength(h), -rank[h.how], h.case))
+    best = specific[0]
+    if not best.anchored:  # several cases document the same specific message: BM25 decides
+        tied = [h for h in specific if not h.anchored and rank[h.how] == rank[best.how]]
+        if len({h.case for h in tied}) > 1:
+            scores = bm25_scores(catalog.case_docs, query)
+            best = max(tied, key=lambda h: (scores[h.case], -ord(h.case[0])))
+    sureness = ("documented message" if best.how == "message" else
+                "same message, other dtypes or devices")  # fmt: skip
+    if best.anchored:
+        sureness += f" + {best.anchored}"
+    others = sorted({h.case for h in hits} - {best.case})
+    return Answer("case", best.case, sureness, best.variant, best.where, best.line, others,
+                  catalog.cases[best.case].family)  # fmt: skip
+
+
+def usual_cause(line: str, words: set[str], catalog: Catalog) -> tuple[str, str]:
+    """The case that is the usual cause of a generic message in this line, and the variant it
+    names (("", "") if none): its `usual_cause_of` regex found, one of its `named` words in the
+    text where it gives some, none of its `unless_named` words."""
+    line = canonical(line)
+    for name, case in sorted(catalog.cases.items()):
+        for usual in case.usual_cause_of:
+            if re.search(usual.pattern, line, re.IGNORECASE) and (
+                    not usual.named or set(usual.named) & words) and not (
+                    set(usual.unless_named) & words):  # fmt: skip
+                return name, usual.variant
+    return "", ""
+
+
+def _usual_cause_answer(text: str, query: list[str], hits: list[Hit],
+                        catalog: Catalog) -> Answer | None:  # fmt: skip
+    """A generic message no anchor ties to a case, which one case is the usual cause of."""
+    words = set(query)
+    for line in error_lines(text, catalog):
+        name, variant = usual_cause(line, words, catalog)
+        if name:
+            hit = next((h for h in hits if h.case == name), None)
+            return Answer("case", name, USUAL_CAUSE, variant or (hit.variant if hit else ""),
+                          hit.where if hit and not variant else "", line,
+                          sorted({h.case for h in hits} - {name}),
+                          catalog.cases[name].family)  # fmt: skip
+    return None
+
+
+USUAL_CAUSE = "the usual cause of this generic message (the message itself never says why)"
+
+
+def _family_from_hits(hits: list[Hit], text: str, catalog: Catalog) -> Answer:
     family, _ = message_family(hits[0].line)
     family = family or catalog.cases[hits[0].case].family
     found = _family_answer(family, "a generic message", catalog, text)
@@ -567,7 +610,7 @@ def _answers_from_hits(hits: list[Hit], text: str, query: list[str],
     exact = sorted({h.case for h in hits if h.how == "message"})
     found.candidates = exact + sorted({h.case for h in hits} - set(exact))
     found.matched = hits[0].line
-    return [found]
+    return found
 
 
 def _family_answer(family: str, why: str, catalog: Catalog, text: str) -> Answer:
@@ -761,6 +804,10 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "vocabulary": catalog.vocabulary,
         "subjects": catalog.subjects,
         "projects": catalog.projects,
+        "usual_causes": {c.name: [[u.pattern, list(u.named), list(u.unless_named), u.variant]
+                                  for u in c.usual_cause_of]
+                         for c in cases if c.usual_cause_of},
+        "usual_cause": USUAL_CAUSE,
         "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
         "dtype_words": sorted(DTYPE_WORDS),
         "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},

@@ -241,31 +241,59 @@
     const members = (family) => Object.keys(index.cases).filter((n) =>
       index.cases[n].family === family).sort(byName);
 
-    function fromHits(hits, query) {
+    function caseFromHits(specific, hits, query) {
       const rank = { message: 2, shape: 1 };
-      const specific = hits.filter((h) => !h.generic || h.anchored);
-      if (specific.length) {
-        specific.sort((a, b) => anchorStrength(b) - anchorStrength(a) ||
-          rank[b.how] - rank[a.how] || byName(a.case, b.case));
-        let best = specific[0];
-        if (!best.anchored) {
-          const tied = specific.filter((h) => !h.anchored && rank[h.how] === rank[best.how]);
-          if (new Set(tied.map((h) => h.case)).size > 1) {
-            const scores = bm25(index.case_bm25, query);
-            for (const h of tied) {
-              if (scores[h.case] > scores[best.case] || (scores[h.case] === scores[best.case] &&
-                  -h.case.charCodeAt(0) > -best.case.charCodeAt(0))) best = h;
-            }
+      specific.sort((a, b) => anchorStrength(b) - anchorStrength(a) ||
+        rank[b.how] - rank[a.how] || byName(a.case, b.case));
+      let best = specific[0];
+      if (!best.anchored) {
+        const tied = specific.filter((h) => !h.anchored && rank[h.how] === rank[best.how]);
+        if (new Set(tied.map((h) => h.case)).size > 1) {
+          const scores = bm25(index.case_bm25, query);
+          for (const h of tied) {
+            if (scores[h.case] > scores[best.case] || (scores[h.case] === scores[best.case] &&
+                -h.case.charCodeAt(0) > -best.case.charCodeAt(0))) best = h;
           }
         }
-        let sureness = best.how === "message" ? "documented message"
-          : "same message, other dtypes or devices";
-        if (best.anchored) sureness += ` + ${best.anchored}`;
-        const others = [...new Set(hits.map((h) => h.case))].filter((c) => c !== best.case)
-          .sort(byName);
-        return { kind: "case", name: best.case, sureness, variant: best.variant,
-          where: best.where, candidates: others };
       }
+      let sureness = best.how === "message" ? "documented message"
+        : "same message, other dtypes or devices";
+      if (best.anchored) sureness += ` + ${best.anchored}`;
+      const others = [...new Set(hits.map((h) => h.case))].filter((c) => c !== best.case)
+        .sort(byName);
+      return { kind: "case", name: best.case, sureness, variant: best.variant,
+        where: best.where, candidates: others };
+    }
+
+    // The case that is the usual cause of a generic message in this line and the variant it
+    // names (["", ""] if none).
+    function usualCause(line, words) {
+      const lineC = canonical(line);
+      for (const name of Object.keys(index.usual_causes).sort(byName)) {
+        for (const [message, named, unlessNamed, variant] of index.usual_causes[name]) {
+          if (new RegExp(message, "i").test(lineC) &&
+              (!named.length || named.some((w) => words.has(w))) &&
+              !unlessNamed.some((w) => words.has(w))) return [name, variant];
+        }
+      }
+      return ["", ""];
+    }
+
+    function usualCauseAnswer(text, query, hits) {
+      const words = new Set(query);
+      for (const line of errorLines(text)) {
+        const [name, variant] = usualCause(line, words);
+        if (!name) continue;
+        const hit = hits.find((h) => h.case === name);
+        return { kind: "case", name, sureness: index.usual_cause,
+          variant: variant || (hit ? hit.variant : ""), where: hit && !variant ? hit.where : "",
+          candidates: [...new Set(hits.map((h) => h.case))].filter((c) => c !== name)
+            .sort(byName) };
+      }
+      return null;
+    }
+
+    function familyFromHits(hits) {
       const family = messageFamily(hits[0].line)[0] || index.cases[hits[0].case].family;
       // The cases documenting this very message before those documenting its shape.
       const exact = [...new Set(hits.filter((h) => h.how === "message").map((h) => h.case))]
@@ -306,7 +334,11 @@
     return function explain(text) {
       const hits = findHits(text);
       const query = tokens(text);
-      if (hits.length) return fromHits(hits, query);
+      const specific = hits.filter((h) => !h.generic || h.anchored);
+      if (specific.length) return caseFromHits(specific, hits, query);
+      const usual = usualCauseAnswer(text, query, hits);
+      if (usual) return usual;
+      if (hits.length) return familyFromHits(hits);
       for (const line of errorLines(text)) {
         const [family] = messageFamily(line);
         if (family) return { kind: "family", name: family, sureness: "family, by its message",
