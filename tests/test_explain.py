@@ -174,6 +174,18 @@ def test_a_device_message_of_another_argument_says_so_not_other_dtypes():
     assert "documented with its wording, other tensors or devices: inputs-device" in text, text
 
 
+def test_generates_warning_names_inputs_device_only_the_way_round_it_documents():
+    warning = ("UserWarning: You are calling .generate() with the `input_ids` being on a device "
+               "type different than your model's device. `input_ids` is on cpu, whereas the "
+               "model is on cuda. You may experience unexpected behaviors or slower generation.")
+    found = first(warning)
+    assert (found.kind, found.name) == ("case", "inputs-device"), found
+    reverse = warning.replace("is on cpu, whereas the model is on cuda",
+                              "is on cuda, whereas the model is on cpu")  # fmt: skip
+    found = first(reverse)  # the model left on the CPU: not inputs left there
+    assert (found.kind, found.name) == ("family", "device-placement"), found
+
+
 def test_a_tensor_library_code_made_on_the_cpu_is_the_processor_variant():
     """mat2 of a CUDA matmul on the CPU (the dossier's fixed-device helper): the variant whose
     library code made its tensor on the CPU, its cause shown."""

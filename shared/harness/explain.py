@@ -67,6 +67,7 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"expected attn_mask dtype to be bool", False),
     ("device-placement", r"input type \(torch\.(?:cuda\.)?\w+\) and weight type \(torch\.", True),
     ("device-placement", r"expected all tensors to be on the same device", True),
+    ("device-placement", r"calling \.generate\(\) with the `?input_ids`? being on a device", True),
     ("device-placement", r"cannot generate a \w+ tensor from a generator of type", False),
     ("device-placement", r"expected a '\w+' device type for generator", False),
     ("overflow", r"invalid value encountered in cast", True),
