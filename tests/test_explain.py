@@ -135,6 +135,7 @@ def test_a_generic_message_names_the_case_that_declares_itself_its_usual_cause()
          "for the destination and BFloat16 for the source.", "index-put-embed-merge"),
         ("inference with my LoRA: RuntimeError: expected scalar type Half but found Float",
          "lora-adapter-dtype"),
+        ("`.to` is not supported for `4-bit` or `8-bit` bitsandbytes models", "bnb-quantized-to"),
     ):
         found = first(text)
         assert (found.kind, found.name) == ("case", case), (text, found)
