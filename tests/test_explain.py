@@ -87,8 +87,10 @@ def test_the_direction_of_a_device_mismatch_is_kept():
     found = first(documented)
     assert (found.kind, found.name) == ("family", "device-placement") and "omnilmm" in found.candidates
     found = first(reverse)  # a CPU input, CUDA weights: inputs left on the CPU
-    assert (found.kind, found.name) == ("case", "inputs-device")
+    assert (found.kind, found.name, found.variant) == (
+        "case", "inputs-device", "broken_to_unassigned")
     assert "omnilmm" not in found.candidates
+    assert "cause (broken_to_unassigned)" in describe(found, default_catalog(), reverse)
     found = first(documented + "\n(LoRA fine-tuning OmniLMM: MiniCPM-V-2's vision tower)")
     assert (found.kind, found.name) == ("case", "omnilmm"), found
     assert shape("Input type (c10::Half) and bias type (float)") != shape(
@@ -165,17 +167,35 @@ def test_a_message_no_case_documents_lists_those_with_its_wording_and_other_dtyp
 
 
 def test_a_device_message_of_another_argument_says_so_not_other_dtypes():
-    """The ids on CUDA, the embedding on the CPU (a model not moved): the reverse of inputs-
-    device's, which documents the wording."""
-    found = first("RuntimeError: Expected all tensors to be on the same device, but found at least "
-                  "two devices, cpu and cuda:0! (when checking argument for argument index in "
-                  "method wrapper_CUDA__index_select)")  # fmt: skip
+    """The input on CUDA, a CPU tensor of another op's (torch.cat's): no case documents that
+    argument, inputs-device the wording."""
+    found = first("RuntimeError: Expected all tensors to be on the same device, but got tensors "
+                  "is on cuda:0, different from other tensors on cpu (when checking argument in "
+                  "method wrapper_CUDA_cat)")  # fmt: skip
     assert (found.kind, found.candidates) == ("family", ["inputs-device"]), found
     text = describe(found, default_catalog(), "")
     assert "documented with its wording, other tensors or devices: inputs-device" in text, text
 
 
-def test_generates_warning_names_inputs_device_only_the_way_round_it_documents():
+def test_each_direction_of_the_embedding_lookup_is_its_own_variant():
+    """CPU ids met by CUDA weights: the tokenizer's output left behind; CUDA ids met by CPU
+    weights: the model never moved. Both torch wordings."""
+    for cpu_ids in ("found at least two devices, cuda:0 and cpu! (when checking argument for "
+                    "argument index in method wrapper_CUDA__index_select)",
+                    "got index is on cpu, different from other tensors on cuda:0 (when checking "
+                    "argument in method wrapper_CUDA__index_select)"):  # fmt: skip
+        found = first("RuntimeError: Expected all tensors to be on the same device, but " + cpu_ids)
+        assert (found.kind, found.name, found.variant) == ("case", "inputs-device", "broken")
+    for cuda_ids in ("found at least two devices, cpu and cuda:0! (when checking argument for "
+                     "argument index in method wrapper_CUDA__index_select)",
+                     "got index is on cuda:0, different from other tensors on cpu (when checking "
+                     "argument in method wrapper_CUDA__index_select)"):  # fmt: skip
+        found = first("RuntimeError: Expected all tensors to be on the same device, but " + cuda_ids)
+        assert (found.kind, found.name, found.variant) == (
+            "case", "inputs-device", "broken_model_not_moved"), found
+
+
+def test_generates_warning_names_the_variant_of_its_direction():
     warning = ("UserWarning: You are calling .generate() with the `input_ids` being on a device "
                "type different than your model's device. `input_ids` is on cpu, whereas the "
                "model is on cuda. You may experience unexpected behaviors or slower generation.")
@@ -184,7 +204,8 @@ def test_generates_warning_names_inputs_device_only_the_way_round_it_documents()
     reverse = warning.replace("is on cpu, whereas the model is on cuda",
                               "is on cuda, whereas the model is on cpu")  # fmt: skip
     found = first(reverse)  # the model left on the CPU: not inputs left there
-    assert (found.kind, found.name) == ("family", "device-placement"), found
+    assert (found.kind, found.name, found.variant) == (
+        "case", "inputs-device", "broken_model_not_moved"), found
 
 
 def test_a_tensor_library_code_made_on_the_cpu_is_the_processor_variant():

@@ -74,6 +74,7 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("overflow", r"probability tensor contains either", True),
     ("unsupported-dtype", r"not implemented for '(?:half|bfloat16|complexhalf)'", False),
     ("unsupported-dtype", r"unsupported dtype (?:half|bfloat16)", True),
+    ("unsupported-dtype", r"flashattention only supports? fp16 and bf16", False),
     ("hardware", r"bfloat16 is only supported on gpus with compute capability", False),
     ("hardware", r"bf16 is only supported on a100", False),
     ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
@@ -761,6 +762,10 @@ def describe_family(found: Answer) -> str:
         lines += [f"      {line}" for line in guard]
     if family == "overflow":
         lines.append("  then compute that module in bfloat16 or float32 (bf16 keeps float32's range)")
+    if family == "unsupported-dtype":
+        lines.append("  run that op in a dtype it has: float32 where a half kernel is missing (on "
+                     "the CPU); bfloat16 / float16 where a kernel takes only those (flash-attention: "
+                     "load with torch_dtype=torch.bfloat16)")  # fmt: skip
     if family == "hardware":
         lines.append("  check torch.cuda.is_available() and torch.cuda.is_bf16_supported(); "
                      "use float16 or float32 where they are False")  # fmt: skip
