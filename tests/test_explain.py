@@ -190,7 +190,8 @@ def test_each_direction_of_the_embedding_lookup_is_its_own_variant():
                      "argument index in method wrapper_CUDA__index_select)",
                      "got index is on cuda:0, different from other tensors on cpu (when checking "
                      "argument in method wrapper_CUDA__index_select)"):  # fmt: skip
-        found = first("RuntimeError: Expected all tensors to be on the same device, but " + cuda_ids)
+        found = first("RuntimeError: Expected all tensors to be on the same device, but "
+                      + cuda_ids)
         assert (found.kind, found.name, found.variant) == (
             "case", "inputs-device", "broken_model_not_moved"), found
 

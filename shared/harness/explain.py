@@ -489,8 +489,8 @@ def anchor_strength(hit: Hit) -> int:
     return next((len(ANCHORS) - i for i, a in enumerate(ANCHORS) if hit.anchored.startswith(a)), 0)
 
 
-def find_hits(text: str, catalog: Catalog) -> list[Hit]:
-    lines = error_lines(text, catalog)
+def find_hits(text: str, lines: list[str], catalog: Catalog) -> list[Hit]:
+    """Each documented signature found in the paste's error lines (error_lines)."""
     frames = frames_of(text)
     hits = []
     for sig in catalog.signatures:
@@ -532,17 +532,18 @@ def _cases_with(shapes: list[str], catalog: Catalog) -> set[str]:
 
 def answer(text: str, catalog: Catalog) -> list[Answer]:
     """Ranked answers: the first is what explain prints first."""
-    hits = find_hits(text, catalog)
+    lines = error_lines(text, catalog)  # spelling-corrected once: each step reads them
+    hits = find_hits(text, lines, catalog)
     query = tokens(text)
     specific = [h for h in hits if not h.generic or h.anchored]
     if specific:
         return [_case_from_hits(specific, hits, query, catalog)]
-    usual = _usual_cause_answer(text, query, hits, catalog)
+    usual = _usual_cause_answer(lines, query, hits, catalog)
     if usual:
         return [usual]
     if hits:
         return [_family_from_hits(hits, text, catalog)]
-    for line in error_lines(text, catalog):
+    for line in lines:
         family, _ = message_family(line)
         if family:  # no case documents this message: its family's cases would mislead
             found = _family_answer(family, "its message", catalog, text)
@@ -585,11 +586,11 @@ def usual_cause(line: str, words: set[str], catalog: Catalog) -> tuple[str, str]
     return "", ""
 
 
-def _usual_cause_answer(text: str, query: list[str], hits: list[Hit],
+def _usual_cause_answer(lines: list[str], query: list[str], hits: list[Hit],
                         catalog: Catalog) -> Answer | None:  # fmt: skip
     """A generic message no anchor ties to a case, which one case is the usual cause of."""
     words = set(query)
-    for line in error_lines(text, catalog):
+    for line in lines:
         name, variant = usual_cause(line, words, catalog)
         if name:
             hit = next((h for h in hits if h.case == name), None)
@@ -764,8 +765,8 @@ def describe_family(found: Answer) -> str:
         lines.append("  then compute that module in bfloat16 or float32 (bf16 keeps float32's range)")
     if family == "unsupported-dtype":
         lines.append("  run that op in a dtype it has: float32 where a half kernel is missing (on "
-                     "the CPU); bfloat16 / float16 where a kernel takes only those (flash-attention: "
-                     "load with torch_dtype=torch.bfloat16)")  # fmt: skip
+                     "the CPU); bfloat16 / float16 where a kernel takes only those "
+                     "(flash-attention: load with torch_dtype=torch.bfloat16)")  # fmt: skip
     if family == "hardware":
         lines.append("  check torch.cuda.is_available() and torch.cuda.is_bf16_supported(); "
                      "use float16 or float32 where they are False")  # fmt: skip

@@ -204,8 +204,7 @@
         .map((s) => s.case));
     }
 
-    function findHits(text) {
-      const lines = errorLines(text);
+    function findHits(text, lines) {
       const frames = framesOf(text);
       const hits = [];
       for (const sig of index.signatures) {
@@ -279,9 +278,9 @@
       return ["", ""];
     }
 
-    function usualCauseAnswer(text, query, hits) {
+    function usualCauseAnswer(lines, query, hits) {
       const words = new Set(query);
-      for (const line of errorLines(text)) {
+      for (const line of lines) {
         const [name, variant] = usualCause(line, words);
         if (!name) continue;
         const hit = hits.find((h) => h.case === name);
@@ -332,14 +331,15 @@
     }
 
     return function explain(text) {
-      const hits = findHits(text);
+      const lines = errorLines(text);  // spelling-corrected once: each step reads them
+      const hits = findHits(text, lines);
       const query = tokens(text);
       const specific = hits.filter((h) => !h.generic || h.anchored);
       if (specific.length) return caseFromHits(specific, hits, query);
-      const usual = usualCauseAnswer(text, query, hits);
+      const usual = usualCauseAnswer(lines, query, hits);
       if (usual) return usual;
       if (hits.length) return familyFromHits(hits);
-      for (const line of errorLines(text)) {
+      for (const line of lines) {
         const [family] = messageFamily(line);
         if (family) return { kind: "family", name: family, sureness: "family, by its message",
           candidates: sameWording(line) };
