@@ -5,10 +5,13 @@
 The two halves: reports.toml (tuned on) and reports_held_out.toml (collected separately, never
 tuned on). Per half, issue 31's measures:
 - claims right: of the reports explain claims a case for, the share whose case it is;
-- covered, right case first: of the reports whose case is in the tree, the share it claims;
+- covered errors, right case first: of the errors and errors in sentences (no symptom
+  description) whose case is in the tree, the share it claims;
 - symptoms, right case among candidates: of the covered symptom descriptions, the share where the
   case is claimed or among the first three candidates named;
-- uncovered claimed: of the reports no case in the tree documents, the share a case is claimed for.
+- uncovered claimed: of the reports no case in the tree documents, the share a case is claimed for;
+- wrong family: of the family answers and differentials naming a family, those naming another
+  family than the report's (a report labelled with a family).
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ def named(first, case: str) -> bool:
 
 
 def score(items: list[dict], in_tree: set[str]) -> tuple[dict[str, tuple[int, int]], list[str]]:
-    counts = {m: [0, 0] for m in ("claims right", "covered, right case first",
+    counts = {m: [0, 0] for m in ("claims right", "covered errors, right case first",
                                   "symptoms, right case among candidates",
-                                  "uncovered claimed")}  # fmt: skip
+                                  "uncovered claimed", "wrong family")}  # fmt: skip
     misses = []
     for report in items:
         first = explain(report["text"])[0]
@@ -48,16 +51,22 @@ def score(items: list[dict], in_tree: set[str]) -> tuple[dict[str, tuple[int, in
         if claimed:
             counts["claims right"][0] += first.name == case
             counts["claims right"][1] += 1
+        if covered and report["form"] != "symptom":
+            counts["covered errors, right case first"][0] += claimed and first.name == case
+            counts["covered errors, right case first"][1] += 1
         if covered:
-            counts["covered, right case first"][0] += claimed and first.name == case
-            counts["covered, right case first"][1] += 1
             if report["form"] == "symptom":
                 counts["symptoms, right case among candidates"][0] += named(first, case)
                 counts["symptoms, right case among candidates"][1] += 1
         else:
             counts["uncovered claimed"][0] += claimed
             counts["uncovered claimed"][1] += 1
-        wrong = (claimed and first.name != case) or (covered and not named(first, case))
+        if first.kind in ("family", "differential") and first.name and report["family"]:
+            counts["wrong family"][0] += first.name != report["family"]
+            counts["wrong family"][1] += 1
+        wrong = (claimed and first.name != case) or (covered and not named(first, case)) or (
+            first.kind in ("family", "differential") and first.name and report["family"]
+            and first.name != report["family"])  # fmt: skip
         if wrong:
             misses.append(f"    {report['url']}  [{report['form']}] expected {case or '-'} "
                           f"({report['family'] or '-'}); got {first.kind} {first.name} "

@@ -7,23 +7,28 @@
 
 What it reads (all from each case.toml and README, so a new case is found without code changes):
 each variant's documented messages (and their `when` wordings per version and device), raise
-sites, the cause, title, phrases, declared `fix` and the README.
+sites, the cause, title, phrases, `asks`, declared `fix`, `usual_cause_of` and the README.
 
-1. **Errors anywhere in the paste**: every line (rich's boxes, IPython's ``---->``, Jupyter's
-   cells, ComfyUI's ``!!! Exception during processing !!!``, markdown quotes and backticks
-   stripped) is matched against every documented message, after a spelling correction of words
-   against the messages' vocabulary (rapidfuzz); CUDA wordings are rewritten to the CPU ones.
-   A message with another dtype or device pair matches by *shape*, which keeps each side's dtype
-   class and device: the reverse mismatch is another failure.
-2. **Generic messages** (torch's own dtype or device checks, a NaN cast: the message names the
-   clash, never its cause) name a case only with an anchor: the case's subject (SDXL, T5, Gemma
-   3, a named project) in the text, or its raise site outside torch in the frames. Without one,
-   a case whose `usual_cause_of` claims the message (torch's meta-tensor copy, index_put's dtype
-   check, CPU inputs met by CUDA weights, a float64 operand) is named as its usual cause; else
-   the answer is the family, its candidates, and how to find the mechanism on one's own model.
-3. **Symptoms**: BM25 (bm25s) over each case's words with the synonyms users write; a case
-   whose title names a subject must have it in the text, else the family (BM25 over families).
-4. Nothing fits: "no documented case" (exit 1).
+The steps, over one parsed paste (issue 31: a wrong claim is worse than none):
+1. **parse**: every line (rich's boxes, IPython's ``---->``, Jupyter's cells, ComfyUI's
+   ``!!! Exception during processing !!!``, markdown stripped), spelling-corrected once against
+   the messages' vocabulary (rapidfuzz), CUDA wordings rewritten to the CPU ones; the frames, the
+   innermost one where a library raised, the last exception, the pasted versions.
+2. **messages**: each documented message found, by its text or by its *shape* (each side's dtype
+   class and device kept: the reverse mismatch is another failure).
+3. **frames** (and versions): what contradicts a message's case: raised in a library function
+   its message never comes from (torch's generator check in the DataLoader's sampler is no
+   generator-device), pasted versions documented as not failing.
+4. **claims**: a case only on evidence that decides: its own message (any documented wording);
+   a generic message (torch's own checks, which never say why) with an anchor: a raise site, the
+   case's subject (SDXL, T5, Gemma 3), its project; a generic message one case declares itself
+   the usual cause of. Nothing contradicting it; the paste not ending in another error.
+5. **differential**: everything else that documented cases fit: at most three candidates, each
+   with the check that tells it apart (`asks`), and the command that settles it on the user's
+   own run (``nox -s diagnose -- your_script.py``). Symptom words only ever reach this step.
+6. **answer** (abstain): "no documented case" and the closest family (read from both sides of a
+   type message: two dtypes on one device are a dtype clash), or nothing; never a case from
+   boilerplate. Its own exit code: 5 (``ExitCode.NO_MATCH``); a claim or a differential: 0.
 
 The site's search box runs the same steps over the same data (``catalog_index``).
 """
@@ -65,6 +70,7 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"index put requires the source and destination dtypes match", True),
     ("dtype-mix", r"expected query, key,? and value to have the same dtype", True),
     ("dtype-mix", r"expected attn_mask dtype to be bool", False),
+    ("dtype-mix", r"expected tensor for argument #\d+ '\w+' to have the same type as tensor", True),
     ("device-placement", r"input type \(torch\.(?:cuda\.)?\w+\) and weight type \(torch\.", True),
     ("device-placement", r"expected all tensors to be on the same device", True),
     ("device-placement", r"calling \.generate\(\) with the `?input_ids`? being on a device", True),
@@ -75,12 +81,19 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("unsupported-dtype", r"not implemented for '(?:half|bfloat16|complexhalf)'", False),
     ("unsupported-dtype", r"unsupported dtype (?:half|bfloat16)", True),
     ("unsupported-dtype", r"flashattention only supports? fp16 and bf16", False),
+    ("unsupported-dtype",
+     r"flash attention 2(?:\.0)? only supports torch\.float16 and torch\.bfloat16", False),
+    ("unsupported-dtype", r"got unsupported scalartype (?:bfloat16|half)", False),
+    ("overflow", r"value cannot be converted to type at::(?:half|bfloat16) without overflow",
+     False),
+    ("hardware", r"cannot convert a mps tensor to float64 dtype", False),
     ("hardware", r"bfloat16 is only supported on gpus with compute capability", False),
     ("hardware", r"bf16 is only supported on a100", False),
     ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
     ("gradient-scaling", r"attempting to unscale fp16 gradients", False),
     ("distributed", r"must flatten tensors with uniform dtype", False),
     ("distributed", r"fsdp expects uniform original parameter dtype", False),
+    ("distributed", r"flatparameter requires uniform dtype", False),
     ("offload", r"you can't move a model that has some modules offloaded", False),
     ("meta-tensors", r"cannot copy out of meta tensor", True),
     ("quantization", r"\.to`? is not supported for `?4-bit`? or `?8-bit", False),
@@ -413,6 +426,7 @@ class Hit:
     anchored: str  # what tied a generic message to this case ("" if nothing)
     where: str
     line: str
+    contradicted: str = ""  # what in the paste says this is not the case's failure ("" if nothing)
 
 
 @dataclass
@@ -426,17 +440,41 @@ class Answer:
     candidates: list[str] = field(default_factory=list)
     family: str = ""
     by_wording: bool = False  # candidates document the message's wording, not the message
+    questions: list[str] = field(default_factory=list)  # a differential: each candidate's check
+    step: str = ""  # the step that answered: claims, differential or abstain
+
+
+TYPE_SIDES = (re.compile(r"input type \(([^)]*)\) and (?:weight|bias) type \(([^)]*)\)"),
+              re.compile(r"but type ([\w.:]+) does not equal ([\w.:]+)"))  # fmt: skip
+
+
+def operand_sides(low: str) -> list[tuple[bool, str]]:
+    """Both tensor types a type message names, (on CUDA, dtype class) each: the family is read
+    from both sides ("torch.cuda.HalfTensor" against "torch.cuda.FloatTensor": a dtype clash)."""
+    for pattern in TYPE_SIDES:
+        if found := pattern.search(low):
+            sides = []
+            for side in found.groups():
+                match = _DTYPE.search(side.replace("cuda", " "))
+                dtype = next((DTYPE_CLASS[int(k[1:])][1].rstrip("T") for k, v in
+                              match.groupdict().items() if v), "") if match else ""  # fmt: skip
+                sides.append(("cuda" in side, dtype))
+            return sides
+    return []
 
 
 def message_family(line: str) -> tuple[str, bool]:
-    """The family a message belongs to and whether it is generic, from torch's own wordings."""
+    """The family a message belongs to and whether it is generic, from torch's own wordings;
+    a type message's family from both its sides: devices that differ are a placement clash,
+    the same device with two dtypes a dtype clash."""
     low = canonical(line).lower()
     for family, pattern, generic in FAMILY_MESSAGES:
         if re.search(pattern, low):
-            if family == "dtype-mix" and "input type" in low:
-                sides = re.findall(r"\(([^)]*)\)", low)[:2]
-                if len(sides) == 2 and ("cuda" in sides[0]) != ("cuda" in sides[1]):
-                    return "device-placement", True
+            sides = operand_sides(low)
+            if len(sides) == 2 and sides[0][0] != sides[1][0]:
+                return "device-placement", True
+            if len(sides) == 2 and sides[0][1] and sides[1][1] and sides[0][1] != sides[1][1]:
+                return "dtype-mix", True
             return family, generic
     return "", False
 
@@ -530,27 +568,163 @@ def _cases_with(shapes: list[str], catalog: Catalog) -> set[str]:
     return {s.case for s in catalog.signatures if set(s.shapes) & set(shapes)}
 
 
-def answer(text: str, catalog: Catalog) -> list[Answer]:
-    """Ranked answers: the first is what explain prints first."""
-    lines = error_lines(text, catalog)  # spelling-corrected once: each step reads them
-    hits = find_hits(text, lines, catalog)
-    query = tokens(text)
-    specific = [h for h in hits if not h.generic or h.anchored]
+# ---- the steps: parse -> messages -> frames -> claims -> differential -> answer ---------------
+
+
+@dataclass
+class Paste:
+    """One parsed paste, read once: every step reads it."""
+
+    text: str
+    lines: list[str]  # error_lines: cleaned, spelling-corrected once
+    frames: list[str]  # "path:function", site-packages cut
+    innermost: str  # the innermost frame when it is a library's (site-packages), else ""
+    query: list[str]  # tokens
+    last_exception: str  # the last exception line ("" if none)
+    versions: dict[str, str]
+
+
+def innermost_library_frame(text: str) -> str:
+    """The paste's innermost frame ("path:function", site-packages cut) where it is a library's:
+    the code that raised, when the traceback ends inside an installed package."""
+    found = []
+    plain = BOX.sub(" ", text)
+    for pattern in FRAMES:
+        found += [(m.start(), m.group(1).replace("\\", "/"), m.group(2))
+                  for m in pattern.finditer(plain)]  # fmt: skip
+    if not found:
+        return ""
+    _, path, function = max(found)
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return f"{path.split(marker, 1)[-1]}:{function}"
+    return ""
+
+
+def parse(text: str, catalog: Catalog) -> Paste:
+    exceptions = [line for line in clean_lines(text) if EXCEPTION.search(line)]
+    return Paste(text, error_lines(text, catalog), frames_of(text), innermost_library_frame(text),
+                 tokens(text), exceptions[-1] if exceptions else "", pasted_versions(text))
+
+
+def contradiction(hit: Hit, paste: Paste, catalog: Catalog) -> str:
+    """What in the paste says this documented message is not this case's failure ("" if
+    nothing): the innermost frame is a library function the case's message never comes from
+    (its documented raise site elsewhere, or none: the case's own code calls the builtin), the
+    pasted versions are documented as not failing."""
+    sig = next(s for s in catalog.signatures if (s.case, s.variant, s.where) ==
+               (hit.case, hit.variant, hit.where))  # fmt: skip
+    if hit.how == "message" and paste.innermost and not paste.innermost.startswith("torch/nn/") \
+            and not (sig.raised_in and raise_site_matches(sig.raised_in, paste.innermost)):
+        return f"raised in {paste.innermost}, where this case's message never comes from"
+    mine = affected(catalog.cases[hit.case], hit.variant, paste.versions)
+    if "documented as not failing" in mine:
+        return mine
+    return ""
+
+
+def messages(paste: Paste, catalog: Catalog) -> list[Hit]:
+    """Each documented message found in the paste (find_hits), and what contradicts each."""
+    hits = find_hits(paste.text, paste.lines, catalog)
+    for hit in hits:
+        hit.contradicted = contradiction(hit, paste, catalog)
+    return hits
+
+
+def ends_elsewhere(paste: Paste, line: str, catalog: Catalog) -> bool:
+    """The paste ends with another exception than the line a claim rests on, one no documented
+    message or family explains (read as every line is: spelling-corrected): that exception is
+    the failure to explain."""
+    last = paste.last_exception
+    if not last or line in last or last in line:
+        return False
+    variants = error_lines(last, catalog)
+    if any(message_family(variant)[0] for variant in variants):
+        return False
+    return not find_hits(last, variants, catalog)
+
+
+def claims(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer | None:
+    """A case, only on evidence that decides: its message (specific, or generic with an anchor:
+    raise site, subject, project), or a generic message it declares itself the usual cause of;
+    nothing contradicting it."""
+    standing = [h for h in hits if not h.contradicted]
+    specific = [h for h in standing if not h.generic or h.anchored]
     if specific:
-        return [_case_from_hits(specific, hits, query, catalog)]
-    usual = _usual_cause_answer(lines, query, hits, catalog)
-    if usual:
-        return [usual]
-    if hits:
-        return [_family_from_hits(hits, text, catalog)]
-    for line in lines:
+        found = _case_from_hits(specific, hits, paste.query, catalog)
+        return None if ends_elsewhere(paste, found.matched, catalog) else found
+    found = _usual_cause_answer(paste.lines, paste.query, standing, catalog)
+    return None if not found or ends_elsewhere(paste, found.matched, catalog) else found
+
+
+def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
+    """No claim: the cases the evidence leaves (at most three, each with the check that tells
+    it apart), else no documented case and the closest family."""
+    if hits:  # a generic message, or a documented one something contradicts
+        family, _ = message_family(hits[0].line)
+        family = family or catalog.cases[hits[0].case].family
+        # The cases documenting this very message before those documenting its shape, each
+        # group by the paste's other words (its paths, its model's names).
+        scores = bm25_scores(catalog.case_docs, paste.query)
+        exact = sorted({h.case for h in hits if h.how == "message"}, key=lambda n: (-scores[n], n))
+        ranked = exact + sorted({h.case for h in hits} - set(exact), key=lambda n: (-scores[n], n))
+        contradicted = next((h.contradicted for h in hits if h.contradicted), "")
+        why = (f"documented message, but {contradicted}" if contradicted else
+               "a generic message: it names the clash, never its cause")  # fmt: skip
+        return _differential_answer(ranked, why, family, hits[0].line, catalog)
+    for line in paste.lines:
         family, _ = message_family(line)
         if family:  # no case documents this message: its family's cases would mislead
-            found = _family_answer(family, "its message", catalog, text)
+            found = _family_answer(family, "its message", catalog)
             found.candidates = same_wording(line, catalog)
             found.by_wording = True
-            return [found]
-    return _symptom_answers(query, text, catalog, any(map(EXCEPTION.search, clean_lines(text))))
+            return found
+    unknown_error = bool(paste.last_exception)
+    scores = bm25_scores(catalog.case_docs, paste.query)
+    ranked = sorted(scores, key=lambda n: (-scores[n], n))
+    present, said = set(paste.query), stems(paste.query)
+    candidates = [] if unknown_error else [
+        name for name in ranked[:DIFFERENTIAL_POOL] if scores[name] >= SYMPTOM_MIN_SCORE
+        and (not catalog.subjects[name] or names_subject(catalog.subjects[name], present))
+        and catalog.phrase_words[name] & said][:DIFFERENTIAL_SIZE]  # fmt: skip
+    if candidates:  # symptom words decide no family either: each candidate says its own
+        return _differential_answer(candidates, "symptom words (they never decide alone)", "",
+                                    "", catalog)
+    family_scores = bm25_scores(catalog.family_docs, paste.query)
+    best = max(family_scores, key=lambda f: (family_scores[f], f))
+    if family_scores[best] >= FAMILY_MIN_SCORE:
+        why = "an error no case documents" if unknown_error else "symptom words"
+        return _family_answer(best, why, catalog)
+    return Answer("none", "", "nothing fits", step="abstain")  # never a case from boilerplate
+
+
+DIFFERENTIAL_SIZE = DIFFERENTIAL_POOL = 3  # at most three candidates, of the three best
+DIAGNOSE = "nox -s diagnose -- your_script.py"  # settles it on the user's own run
+
+
+def _differential_answer(ranked: list[str], why: str, family: str, line: str,
+                         catalog: Catalog) -> Answer:  # fmt: skip
+    """The first three, each with its check; any further case documenting the very message is
+    named after them, without one (the list is whole, the told-apart part short)."""
+    questions = [asks(catalog.cases[name]) for name in ranked[:DIFFERENTIAL_SIZE]]
+    return Answer("differential", family, why, matched=line, candidates=ranked, family=family,
+                  questions=questions, step="differential")
+
+
+def asks(case: Case) -> str:
+    """The check that tells this case apart: its declared `asks`, else its title as a question."""
+    if case.asks:
+        return case.asks
+    head, _, rest = case.title.partition(": ")
+    return f"{head}? {rest}?" if rest else f"{head}?"
+
+
+def answer(text: str, catalog: Catalog) -> list[Answer]:
+    """The steps in order; the first is what explain prints first."""
+    paste = parse(text, catalog)
+    hits = messages(paste, catalog)
+    found = claims(paste, hits, catalog) or differential(paste, hits, catalog)
+    return [found]
 
 
 def _case_from_hits(specific: list[Hit], hits: list[Hit], query: list[str],
@@ -569,7 +743,7 @@ def _case_from_hits(specific: list[Hit], hits: list[Hit], query: list[str],
         sureness += f" + {best.anchored}"
     others = sorted({h.case for h in hits} - {best.case})
     return Answer("case", best.case, sureness, best.variant, best.where, best.line, others,
-                  catalog.cases[best.case].family)  # fmt: skip
+                  catalog.cases[best.case].family, step="claims")  # fmt: skip
 
 
 def usual_cause(line: str, words: set[str], catalog: Catalog) -> tuple[str, str]:
@@ -597,52 +771,17 @@ def _usual_cause_answer(lines: list[str], query: list[str], hits: list[Hit],
             return Answer("case", name, USUAL_CAUSE, variant or (hit.variant if hit else ""),
                           hit.where if hit and not variant else "", line,
                           sorted({h.case for h in hits} - {name}),
-                          catalog.cases[name].family)  # fmt: skip
+                          catalog.cases[name].family, step="claims")  # fmt: skip
     return None
 
 
 USUAL_CAUSE = "the usual cause of this generic message (the message itself never says why)"
 
 
-def _family_from_hits(hits: list[Hit], text: str, catalog: Catalog) -> Answer:
-    family, _ = message_family(hits[0].line)
-    family = family or catalog.cases[hits[0].case].family
-    found = _family_answer(family, "a generic message", catalog, text)
-    # The cases documenting this very message (its dtypes, devices and direction) before those
-    # documenting its shape with others.
-    exact = sorted({h.case for h in hits if h.how == "message"})
-    found.candidates = exact + sorted({h.case for h in hits} - set(exact))
-    found.matched = hits[0].line
-    return found
-
-
-def _family_answer(family: str, why: str, catalog: Catalog, text: str) -> Answer:
+def _family_answer(family: str, why: str, catalog: Catalog) -> Answer:
     members = sorted(n for n, c in catalog.cases.items() if c.family == family)
-    return Answer("family", family, f"family, by {why}", candidates=members, family=family)
-
-
-def _symptom_answers(query: list[str], text: str, catalog: Catalog,
-                     unknown_error: bool) -> list[Answer]:  # fmt: skip
-    """By the words; an exception no case documents is never a case's (a family's at most)."""
-    scores = bm25_scores(catalog.case_docs, query)
-    ranked = sorted(scores, key=lambda n: (-scores[n], n))
-    present = set(query)
-    for name in [] if unknown_error else ranked[:3]:
-        if scores[name] < SYMPTOM_MIN_SCORE:
-            break
-        if catalog.subjects[name] and not names_subject(catalog.subjects[name], present):
-            continue  # another model's symptom
-        if not catalog.phrase_words[name] & stems(query):
-            continue  # only the words of error messages or of the README: no symptom of it
-        said = {w.lower() for w in _WORD.findall(text)}
-        words = sorted(set(catalog.case_docs[name]) & said)[:6]
-        return [Answer("case", name, "symptom words: " + ", ".join(words), matched=text.strip()[:80],
-                       family=catalog.cases[name].family)]  # fmt: skip
-    family_scores = bm25_scores(catalog.family_docs, query)
-    best = max(family_scores, key=lambda f: (family_scores[f], f))
-    if family_scores[best] >= FAMILY_MIN_SCORE:
-        return [_family_answer(best, "symptom words", catalog, "")]
-    return [Answer("none", "", "nothing fits", candidates=ranked[:3])]
+    return Answer("family", family, f"family, by {why}", candidates=members, family=family,
+                  step="abstain")
 
 
 # ---- the printed answer ---------------------------------------------------------------------
@@ -718,11 +857,25 @@ def affected(case: Case, variant: str, versions: dict[str, str]) -> str:
     return "your versions (" + ", ".join(f"{k} {v}" for k, v in versions.items()) + ") are affected"
 
 
+RUN_DIAGNOSE = f"  run it under diagnose: {DIAGNOSE} (names the module and the case on your run)"
+
+
+def not_failing(case: Case) -> dict[str, list[list[list[str]]]]:
+    """Per variant, the `when` entries documented as not failing: [package, specifier] each (the
+    site's search box reads versions against them as affected() does)."""
+    return {v.name: [[[name, str(spec)] for name, spec in c.packages.items()]
+                     for c in v.conditions
+                     if c.expectation.expect not in FAILURES and c.packages]
+            for v in case.variants}  # fmt: skip
+
+
 def describe(found: Answer, catalog: Catalog, text: str, matrix_dir: Path = MATRIX_DIR) -> str:
     if found.kind == "none":
-        return "no documented case; closest: " + (", ".join(found.candidates) or "none")
+        return "no documented case; closest: none\n" + RUN_DIAGNOSE
     if found.kind == "family":
         return describe_family(found)
+    if found.kind == "differential":
+        return describe_differential(found, catalog)
     case = catalog.cases[found.name]
     variant = next(v for v in case.variants if v.name == found.variant) if found.variant else next(
         v for v in case.variants if v.expectation.expect in FAILURES)  # fmt: skip
@@ -748,11 +901,25 @@ def describe(found: Answer, catalog: Catalog, text: str, matrix_dir: Path = MATR
 OTHER_OPERANDS = {"device-placement": "other tensors or devices"}
 
 
+def describe_differential(found: Answer, catalog: Catalog) -> str:
+    """No claim: each candidate, the check that tells it apart, the command that settles it."""
+    lines = [f"no case claimed ({found.sureness}); it may be one of these, each told apart by "
+             "one check:"]  # fmt: skip
+    for number, (name, question) in enumerate(zip(found.candidates, found.questions), 1):
+        lines += [f"  {number}. {name}: {catalog.cases[name].title}", f"     check: {question}"]
+    if more := found.candidates[len(found.questions):]:
+        lines.append("  also documented with this message: " + ", ".join(more))
+    if found.family:
+        lines.append(f"  family {found.family}: {family_description(found.family)}")
+    lines.append(RUN_DIAGNOSE)
+    return "\n".join(lines)
+
+
 def describe_family(found: Answer) -> str:
     family = found.name
     guard = GUARD_LINES["nan" if family == "overflow" else "mix"]
-    lines = [f"family {family}: {family_description(family)} ({found.sureness}; "
-             "no documented case's mechanism is certain from this text)"]  # fmt: skip
+    lines = [f"no documented case; closest family {family}: {family_description(family)} "
+             f"({found.sureness})"]  # fmt: skip
     if found.candidates:
         label = ("documented with this message" if found.matched else
                  f"documented with its wording, {OTHER_OPERANDS.get(family, 'other dtypes')}"
@@ -770,6 +937,7 @@ def describe_family(found: Answer) -> str:
     if family == "hardware":
         lines.append("  check torch.cuda.is_available() and torch.cuda.is_bf16_supported(); "
                      "use float16 or float32 where they are False")  # fmt: skip
+    lines.append(RUN_DIAGNOSE)
     return "\n".join(lines)
 
 
@@ -796,7 +964,8 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         failing = next(v.name for v in case.variants if v.expectation.expect in FAILURES)
         fixed, fix = fix_statement(case, failing)
         answers[case.name] = {"title": case.title, "cause": case.cause, "fix": fixed,
-                              "fix_line": fix, "family": case.family}  # fmt: skip
+                              "fix_line": fix, "family": case.family, "asks": asks(case),
+                              "not_failing": not_failing(case)}  # fmt: skip
     return json.dumps({
         "signatures": [asdict(s) for s in catalog.signatures],
         "cases": answers,
@@ -815,6 +984,9 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
                                   for u in c.usual_cause_of]
                          for c in cases if c.usual_cause_of},
         "usual_cause": USUAL_CAUSE,
+        "pasted_version": PASTED_VERSION.pattern,  # case-insensitive
+        "differential_size": DIFFERENTIAL_SIZE,
+        "diagnose": DIAGNOSE,
         "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
         "dtype_words": sorted(DTYPE_WORDS),
         "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},
@@ -861,4 +1033,6 @@ def explain_command(args: argparse.Namespace) -> int:
         print(json.dumps([asdict(a) for a in found], indent=2))
     else:
         print(describe(found[0], catalog, text))
-    return ExitCode.ANOMALIES if found[0].kind == "none" else ExitCode.OK
+    # A case claimed, or a differential of documented cases: 0; no documented case (a family
+    # at most): its own code, NO_MATCH.
+    return ExitCode.NO_MATCH if found[0].kind in ("none", "family") else ExitCode.OK
