@@ -275,7 +275,7 @@ def test_another_models_nan_image_is_the_overflow_family_not_the_sdxl_fix():
 SAMPLER_TRACEBACK = """Traceback (most recent call last):
   File "train.py", line 40, in <module>
     for batch in loader:
-  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 631, in __next__
+  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 631, in next
     data = self._next_data()
   File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/sampler.py", line 164, in __iter__
     yield from torch.randperm(n, generator=generator).tolist()

@@ -1,8 +1,9 @@
-// The index page's search box: `python -m shared.harness explain` (shared/harness/explain.py)
-// step for step, over the data and constants it exports at build time as window.GALLERY_INDEX
-// (search-index.js): the cases' messages and shapes, the BM25 tables bm25s computed, the
-// spelling vocabulary (rapidfuzz's ratio is an LCS ratio, computed here the same way).
-// Keep the two in step: tests compare their first answers on every corpus text (node, browser).
+// The index page's search box: `python -m shared.harness explain` (shared/harness/explain/)
+// step for step (parse, messages, frames, claims, differential, answer, in that order), over
+// the data and constants it exports at build time as window.GALLERY_INDEX (search-index.js):
+// the cases' messages and shapes, the BM25 tables bm25s computed, the spelling vocabulary
+// (rapidfuzz's ratio is an LCS ratio, computed here the same way). Keep the two in step: tests
+// compare the step that answered and the answer on every corpus text (node, browser).
 (function (root) {
   "use strict";
 
@@ -527,13 +528,13 @@
       item.append(link, detail);
     } else if (found.kind === "differential") {
       status.textContent = `no case claimed (${found.sureness}); it may be one of these:`;
-      const checks = document.createElement("ol");
+      const checks = document.createElement("div");
       found.questions.forEach((question, i) => {
         const name = found.candidates[i];
-        const entry = document.createElement("li");
+        const entry = document.createElement("div");
         const link = document.createElement("a");
         link.href = `${name}/index.html`;
-        link.textContent = `${name}: ${index.cases[name].title}`;
+        link.textContent = `${i + 1}. ${name}: ${index.cases[name].title}`;
         const check = document.createElement("div");
         check.className = "note";
         check.textContent = `Check: ${question}`;
