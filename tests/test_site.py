@@ -362,7 +362,7 @@ def search_texts() -> list[str]:
 def first_answers(texts: list[str]) -> list[list[str]]:
     from shared.harness.explain import explain
 
-    return [[found.kind, found.name] for found in (explain(text)[0] for text in texts)]
+    return [[found.step, found.kind, found.name] for found in (explain(text)[0] for text in texts)]
 
 
 def test_the_search_script_answers_as_explain_on_every_text():
@@ -399,8 +399,8 @@ def test_the_search_script_answers_as_explain_on_every_text():
 
 
 def test_the_index_search_gives_explains_first_answer(browser, tmp_path):
-    """Every corpus text through the site's search box and through `explain`: the same first
-    answer (case, family or none)."""
+    """Every corpus text through the site's search box and through `explain`: the same step
+    (claims, differential, abstain) and first answer (case, differential, family or none)."""
     from playwright.sync_api import sync_playwright
 
     from shared.harness.paths import CASES_DIR, MATRIX_DIR
@@ -417,12 +417,13 @@ def test_the_index_search_gives_explains_first_answer(browser, tmp_path):
         errors = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto((out / "index.html").as_uri())
-        for text, (kind, name) in zip(texts, expected, strict=True):
+        for text, (step, kind, name) in zip(texts, expected, strict=True):
             page.fill("#explain-text", text)
             page.click("#explain-form button")
             shown = page.eval_on_selector_all(
                 "#explain-results li", "items => items.map(i => [i.dataset.kind, i.dataset.name])"
             )
+            assert page.get_attribute("#explain-results", "data-step") == step, text
             if kind == "none":
                 assert shown == [] and "no documented case" in page.inner_text("#explain-status")
             else:

@@ -506,6 +506,7 @@
 
   function show(found, list, status) {
     list.replaceChildren();
+    list.dataset.step = found.step;  // the step that answered: claims, differential, abstain
     const diagnose = `Run it under diagnose: ${index.diagnose}`;
     if (found.kind === "none") {
       status.textContent = "no documented case; closest: none. " + diagnose;
