@@ -4,13 +4,17 @@
 - `held_out/<case>--<n>.txt`: the same failure from another thread names that case first;
 - `near_miss/<n>.txt`: a real error that is no documented case names no case;
 - `reports.toml`: real reports as users paste them (errors in sentences and titles, symptom
-  descriptions, tracebacks of every form), scored as issue 23 asks: the right case first for
-  >= 90 % of covered reports (symptoms >= 80 %), never a wrong case first, and no case for
-  >= 90 % of uncovered ones. A report whose case is not in the tree expects its family or none.
+  descriptions, tracebacks of every form), the half explain is tuned on, scored as issue 31
+  asks (tools/explain_scores.py): >= 95 % of its claims right, the right case claimed for >= 90 %
+  of covered errors, among a symptom's candidates for >= 90 %, at most 1 in 30 reports no case
+  documents claimed, no answer in another family. A report whose case is not in the tree
+  expects its family or none.
+- `reports_held_out.toml`: the half collected apart, scored and printed, never tuned on.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -20,6 +24,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from shared.harness import ExitCode
 from shared.harness.catalog import FAMILIES, case_names
 from shared.harness.explain import EXTRA_FAMILIES, explain
 
@@ -87,50 +92,58 @@ def test_no_report_comes_from_a_thread_a_case_cites():
     assert not cited & {r["url"] for r in REPORTS}
 
 
-def scores() -> dict[str, tuple[int, int]]:
-    """(right, total) per measure, and the reports each measure missed."""
-    right = {"covered": 0, "symptoms": 0, "uncovered": 0}
-    total = dict.fromkeys(right, 0)
-    wrong_case, missed = [], []
-    for report in REPORTS:
-        first = explain(report["text"])[0]
-        if report["case"] in IN_TREE:
-            hit = first.kind == "case" and first.name == report["case"]
-            total["covered"] += 1
-            right["covered"] += hit
-            if report["form"] == "symptom":
-                total["symptoms"] += 1
-                right["symptoms"] += hit
-            if first.kind == "case" and not hit:
-                wrong_case.append((report["url"], first.name))
-        else:
-            hit = first.kind != "case"
-            total["uncovered"] += 1
-            right["uncovered"] += hit
-        if not hit:
-            missed.append((report["url"], first.kind, first.name))
-    return {k: (right[k], total[k]) for k in right}, wrong_case, missed
+def _scores_tool():
+    """tools/explain_scores.py: the measures the closing notes report, computed one way."""
+    path = ROOT / "tools" / "explain_scores.py"
+    spec = importlib.util.spec_from_file_location("explain_scores", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def test_the_corpus_scores_hold():
-    measured, wrong_case, missed = scores()
-    assert not wrong_case, wrong_case
-    for measure, floor in (("covered", 0.90), ("symptoms", 0.80), ("uncovered", 0.90)):
+def test_the_tuned_corpus_scores_hold():
+    """Issue 31's bars on the texts explain is tuned on: claims right >= 95 %, the right case
+    claimed for >= 90 % of covered errors, among a symptom's candidates for >= 90 %, at most 1
+    in 30 uncovered reports claimed."""
+    measured, misses = _scores_tool().score(REPORTS, IN_TREE)
+    for measure, floor in (("claims right", 0.95), ("covered errors, right case first", 0.90),
+                           ("symptoms, right case among candidates", 0.90)):  # fmt: skip
         got, of = measured[measure]
-        assert of and got / of >= floor, (measure, got, of, missed)
+        assert of and got / of >= floor, (measure, got, of, misses)
+    got, of = measured["uncovered claimed"]
+    assert of and got * 30 <= of, (got, of, misses)
+
+
+HELD_OUT = tomllib.loads((TEXTS / "reports_held_out.toml").read_text(encoding="utf-8"))["report"]
+
+
+def test_the_held_out_half_is_collected_apart_and_scored_never_tuned_on(capsys):
+    """reports_held_out.toml: another query set, labelled (with why) before explain ran; its
+    scores are printed (tools/explain_scores.py), no bar is set on them: a bar would be tuned to."""
+    urls = [r["url"] for r in HELD_OUT]
+    assert len(HELD_OUT) >= 40 and len(set(urls)) == len(urls)
+    assert not set(urls) & {r["url"] for r in REPORTS}
+    assert sum(r["form"] == "symptom" for r in HELD_OUT) * 2 >= len(HELD_OUT)
+    assert sum(r["case"] not in IN_TREE for r in HELD_OUT) * 3 >= len(HELD_OUT)
+    assert all(r["why"].strip() for r in HELD_OUT)
+    assert {r["family"] for r in HELD_OUT} <= {*FAMILIES, *EXTRA_FAMILIES, ""}
+    measured, _ = _scores_tool().score(HELD_OUT, IN_TREE)
+    with capsys.disabled():
+        print("\nheld out:", {k: f"{got}/{of}" for k, (got, of) in measured.items()})
 
 
 def test_an_uncovered_report_gets_its_family_when_it_gets_one():
-    """A family answer must be the report's family (never another family's advice)."""
+    """A family answer, or a differential's family, must be the report's family (never another
+    family's advice)."""
     for report in REPORTS:
         first = explain(report["text"])[0]
-        if first.kind == "family" and report["family"]:
+        if first.kind in ("family", "differential") and first.name and report["family"]:
             assert first.name == report["family"], (report["url"], first.name)
 
 
-def test_the_command_line_exits_1_for_no_case_and_prints_json():
+def test_the_command_line_exits_no_match_for_no_case_and_prints_json():
     run = subprocess.run([sys.executable, "-m", "shared.harness", "explain", "--json",
                           "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB"],
                          cwd=ROOT, capture_output=True, text=True)  # fmt: skip
-    assert run.returncode == 1, run.stderr
+    assert run.returncode == ExitCode.NO_MATCH, run.stderr
     assert run.stdout.lstrip().startswith("[") and '"kind": "none"' in run.stdout

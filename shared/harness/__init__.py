@@ -19,6 +19,7 @@ class ExitCode(enum.IntEnum):
     ANOMALIES = 1  # a verdict is not the documented one (a site check, a bisection: a problem)
     USAGE_ERROR = 2  # bad input: unknown case or variant, broken metadata, missing packages
     INTERNAL_ERROR = 3  # the harness itself failed: its reports are incomplete
+    NO_MATCH = 5  # explain: no documented case (at most a family), as pytest's NO_TESTS_COLLECTED
 
 
 INSTALL_HINT = (

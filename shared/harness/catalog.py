@@ -56,8 +56,8 @@ FAMILIES = {
     "hardware": "a precision the device (or the installed torch build) cannot run, refused or ignored",
 }
 # The keys each table of a case.toml takes (cases/README.md documents each; a test checks).
-CASE_KEYS = ("title", "summary", "cause", "fix", "phrases", "project", "issue", "family", "hazard",
-             "era", "era_start", "usual_cause_of", "requires", "variant")  # fmt: skip
+CASE_KEYS = ("title", "summary", "cause", "fix", "asks", "phrases", "project", "issue", "family",
+             "hazard", "era", "era_start", "usual_cause_of", "requires", "variant")  # fmt: skip
 USUAL_CAUSE_KEYS = ("pattern", "named", "unless_named", "variant")
 VARIANT_KEYS = ("name", "script", "timeout", "launcher", "ranks", "requires", "when", "fixes",
                 "audit", *EXPECTATION_KEYS)  # fmt: skip
@@ -172,6 +172,7 @@ class Case:
     era_start: datetime.date  # the first date the dated sweep runs the case on
     variants: tuple[Variant, ...]
     fix: str = ""  # the fix in one statement, where the broken/fixed diff cannot say it (explain)
+    asks: str = ""  # the one question that tells this case from the others (explain's differential)
     usual_cause_of: tuple[UsualCause, ...] = ()
 
     def hazard_looked_for(self, audit: str) -> str:
@@ -291,6 +292,7 @@ def _parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
         era_start=era_start,
         variants=variants,
         fix=_optional_str(data, "fix", where),
+        asks=_optional_str(data, "asks", where),
         usual_cause_of=_parse_usual_causes(data.get("usual_cause_of", []), set(by_name), where),
     )
 

@@ -1,8 +1,9 @@
-// The index page's search box: `python -m shared.harness explain` (shared/harness/explain.py)
-// step for step, over the data and constants it exports at build time as window.GALLERY_INDEX
-// (search-index.js): the cases' messages and shapes, the BM25 tables bm25s computed, the
-// spelling vocabulary (rapidfuzz's ratio is an LCS ratio, computed here the same way).
-// Keep the two in step: tests compare their first answers on every corpus text (node, browser).
+// The index page's search box: `python -m shared.harness explain` (shared/harness/explain/)
+// step for step (parse, messages, frames, claims, differential, answer, in that order), over
+// the data and constants it exports at build time as window.GALLERY_INDEX (search-index.js):
+// the cases' messages and shapes, the BM25 tables bm25s computed, the spelling vocabulary
+// (rapidfuzz's ratio is an LCS ratio, computed here the same way). Keep the two in step: tests
+// compare the step that answered and the answer on every corpus text (node, browser).
 (function (root) {
   "use strict";
 
@@ -33,6 +34,11 @@
     const VOCABULARY_SET = new Set(VOCABULARY);
     const LIMITS = index.limits;
     const ANCHORS = ["raise site", "names", "project"];
+    const DTYPE_ONE = new RegExp(DTYPE.source, "i");
+    const PASTED_VERSION = new RegExp(index.pasted_version, "gi");
+    const TYPE_SIDES = [/input type \(([^)]*)\) and (?:weight|bias) type \(([^)]*)\)/,
+      /but type ([\w.:]+) does not equal ([\w.:]+)/];
+    const SIZE = index.differential_size;  // at most three candidates, of the three best
 
     const cleanLines = (text) => text.split(/\r\n|\r|\n/).map((raw) =>
       raw.replace(BOX, " ").replace(PROMPT, "").replace(MARKUP, "").split(/\s+/).filter(Boolean)
@@ -142,15 +148,34 @@
       return out;
     }
 
+    // Both tensor types a type message names, [on CUDA, dtype class] each.
+    function operandSides(low) {
+      for (const pattern of TYPE_SIDES) {
+        const found = low.match(pattern);
+        if (!found) continue;
+        return [found[1], found[2]].map((side) => {
+          const m = side.replaceAll("cuda", " ").match(DTYPE_ONE);
+          let dtype = "";
+          if (m) {
+            const key = Object.keys(m.groups).find((k) => m.groups[k] !== undefined);
+            dtype = index.dtype_class[Number(key.slice(1))][1].replace(/T+$/, "");
+          }
+          return [side.includes("cuda"), dtype];
+        });
+      }
+      return [];
+    }
+
+    // The family of a message, read from both its sides: devices that differ are a placement
+    // clash, one device with two dtypes a dtype clash.
     function messageFamily(line) {
       const low = canonical(line).toLowerCase();
       for (const [family, pattern, generic] of index.family_messages) {
         if (new RegExp(pattern).test(low)) {
-          if (family === "dtype-mix" && low.includes("input type")) {
-            const sides = [...low.matchAll(/\(([^)]*)\)/g)].slice(0, 2).map((m) => m[1]);
-            if (sides.length === 2 && sides[0].includes("cuda") !== sides[1].includes("cuda")) {
-              return ["device-placement", true];
-            }
+          const sides = operandSides(low);
+          if (sides.length === 2 && sides[0][0] !== sides[1][0]) return ["device-placement", true];
+          if (sides.length === 2 && sides[0][1] && sides[1][1] && sides[0][1] !== sides[1][1]) {
+            return ["dtype-mix", true];
           }
           return [family, generic];
         }
@@ -260,8 +285,8 @@
       if (best.anchored) sureness += ` + ${best.anchored}`;
       const others = [...new Set(hits.map((h) => h.case))].filter((c) => c !== best.case)
         .sort(byName);
-      return { kind: "case", name: best.case, sureness, variant: best.variant,
-        where: best.where, candidates: others };
+      return { step: "claims", kind: "case", name: best.case, sureness, variant: best.variant,
+        where: best.where, matched: best.line, candidates: others, questions: [] };
     }
 
     // The case that is the usual cause of a generic message in this line and the variant it
@@ -284,67 +309,191 @@
         const [name, variant] = usualCause(line, words);
         if (!name) continue;
         const hit = hits.find((h) => h.case === name);
-        return { kind: "case", name, sureness: index.usual_cause,
+        return { step: "claims", kind: "case", name, sureness: index.usual_cause,
           variant: variant || (hit ? hit.variant : ""), where: hit && !variant ? hit.where : "",
+          matched: line, questions: [],
           candidates: [...new Set(hits.map((h) => h.case))].filter((c) => c !== name)
             .sort(byName) };
       }
       return null;
     }
 
-    function familyFromHits(hits) {
-      const family = messageFamily(hits[0].line)[0] || index.cases[hits[0].case].family;
-      // The cases documenting this very message before those documenting its shape.
-      const exact = [...new Set(hits.filter((h) => h.how === "message").map((h) => h.case))]
-        .sort(byName);
-      const rest = [...new Set(hits.map((h) => h.case))].filter((c) => !exact.includes(c))
-        .sort(byName);
-      return { kind: "family", name: family, sureness: "family, by a generic message",
-        candidates: [...exact, ...rest], matched: hits[0].line };
+    // ---- the steps: parse -> messages -> frames -> claims -> differential -> answer ----
+
+    function innermostLibraryFrame(text) {
+      const plain = text.replace(BOX, " ");
+      let best = null;
+      for (const pattern of FRAMES) {
+        for (const m of plain.matchAll(pattern)) {
+          const item = [m.index, m[1].replaceAll("\\", "/"), m[2]];
+          if (best === null || item[0] > best[0] || (item[0] === best[0] && (item[1] > best[1] ||
+              (item[1] === best[1] && item[2] > best[2])))) best = item;
+        }
+      }
+      if (best === null) return "";
+      for (const marker of ["site-packages/", "dist-packages/"]) {
+        const at = best[1].indexOf(marker);
+        if (at >= 0) return `${best[1].slice(at + marker.length)}:${best[2]}`;
+      }
+      return "";
     }
 
-    function fromSymptom(query, text, unknownError) {
-      const scores = bm25(index.case_bm25, query);
-      const ranked = Object.keys(scores).sort((a, b) => scores[b] - scores[a] || byName(a, b));
-      const present = new Set(query);
-      const queryStems = stems(query);
-      for (const name of unknownError ? [] : ranked.slice(0, 3)) {
-        if (scores[name] < LIMITS.symptom_min) break;
-        if (index.subjects[name].length && !namesSubject(index.subjects[name], present)) continue;
-        if (!index.phrase_words[name].some((w) => queryStems.has(w))) continue;
-        const said = new Set((text.match(WORD) || []).map((w) => w.toLowerCase()));
-        const words = index.case_docs[name].filter((w) => said.has(w)).slice(0, 6);
-        return { kind: "case", name, sureness: "symptom words: " + words.join(", "),
-          candidates: [] };
+    function pastedVersions(text) {
+      const found = {};
+      for (const m of text.matchAll(PASTED_VERSION)) {
+        found[m[1].toLowerCase().replace("pytorch", "torch")] = m[2];
       }
-      const familyScores = bm25(index.family_bm25, query);
+      return found;
+    }
+
+    function parse(text) {
+      const exceptions = cleanLines(text).filter((line) => EXCEPTION.test(line));
+      return { text, lines: errorLines(text), frames: framesOf(text),
+        innermost: innermostLibraryFrame(text), query: tokens(text),
+        lastException: exceptions.length ? exceptions[exceptions.length - 1] : "",
+        versions: pastedVersions(text) };
+    }
+
+    // PEP 440 as the `when` specifiers use it: releases, a pre-release (a, b, rc) below its final.
+    function parseVersion(text) {
+      const m = text.trim().match(/^v?(\d+(?:\.\d+)*)(?:\.?(a|b|rc)\.?(\d+))?/i);
+      if (!m) return null;
+      const pre = m[2] ? [{ a: 0, b: 1, rc: 2 }[m[2].toLowerCase()], Number(m[3])] : [3, 0];
+      return { release: m[1].split(".").map(Number), pre };
+    }
+
+    function compareVersions(x, y) {
+      const n = Math.max(x.release.length, y.release.length);
+      for (let i = 0; i < n; i++) {
+        const d = (x.release[i] || 0) - (y.release[i] || 0);
+        if (d) return Math.sign(d);
+      }
+      return Math.sign(x.pre[0] - y.pre[0] || x.pre[1] - y.pre[1]);
+    }
+
+    function versionIn(version, specifiers) {
+      const v = parseVersion(version);
+      return specifiers.split(",").map((s) => s.trim()).filter(Boolean).every((spec) => {
+        const [, op, rest] = spec.match(/^(===|~=|==|!=|<=|>=|<|>)\s*(.*)$/);
+        if ((op === "==" || op === "!=") && rest.endsWith(".*")) {
+          const prefix = rest.slice(0, -2).split(".").map(Number);
+          const same = prefix.every((part, i) => (v.release[i] || 0) === part);
+          return op === "==" ? same : !same;
+        }
+        const c = compareVersions(v, parseVersion(rest));
+        if (op === "~=") {
+          const bound = parseVersion(rest).release.slice(0, -1);
+          return c >= 0 && bound.every((part, i) => (v.release[i] || 0) === part);
+        }
+        return { "==": c === 0, "===": c === 0, "!=": c !== 0, "<=": c <= 0, ">=": c >= 0,
+          "<": c < 0, ">": c > 0 }[op];
+      });
+    }
+
+    // The pasted versions inside a `when` entry documented as not failing (affected()).
+    function documentedNotFailing(name, variant, versions) {
+      if (!Object.keys(versions).length) return false;
+      for (const packages of index.cases[name].not_failing[variant] || []) {
+        const inside = packages.filter(([pkg]) => pkg in versions)
+          .map(([pkg, spec]) => versionIn(versions[pkg], spec));
+        if (inside.length && inside.every(Boolean)) return true;
+      }
+      return false;
+    }
+
+    // What in the paste says a documented message is not this case's failure ("" if nothing).
+    function contradiction(hit, paste) {
+      const sig = index.signatures.find((s) => s.case === hit.case && s.variant === hit.variant &&
+        s.where === hit.where);
+      if (hit.how === "message" && paste.innermost && !paste.innermost.startsWith("torch/nn/") &&
+          !(sig.raised_in && raiseSiteMatches(sig.raised_in, paste.innermost))) {
+        return `raised in ${paste.innermost}, where this case's message never comes from`;
+      }
+      if (documentedNotFailing(hit.case, hit.variant, paste.versions)) {
+        return "your versions are documented as not failing: another mechanism?";
+      }
+      return "";
+    }
+
+    function messages(paste) {
+      return findHits(paste.text, paste.lines).map((hit) =>
+        ({ ...hit, contradicted: contradiction(hit, paste) }));
+    }
+
+    // The paste ends with another exception than the claim's line, one nothing explains.
+    function endsElsewhere(paste, line) {
+      const last = paste.lastException;
+      if (!last || last.includes(line) || line.includes(last)) return false;
+      const variants = errorLines(last);
+      if (variants.some((v) => messageFamily(v)[0])) return false;
+      return !findHits(last, variants).length;
+    }
+
+    function claims(paste, hits) {
+      const standing = hits.filter((h) => !h.contradicted);
+      const specific = standing.filter((h) => !h.generic || h.anchored);
+      if (specific.length) {
+        const found = caseFromHits(specific, hits, paste.query);
+        return endsElsewhere(paste, found.matched) ? null : found;
+      }
+      const found = usualCauseAnswer(paste.lines, paste.query, standing);
+      return !found || endsElsewhere(paste, found.matched) ? null : found;
+    }
+
+    const differentialAnswer = (ranked, why, family, line) => ({ step: "differential",
+      kind: "differential", name: family, family, sureness: why, matched: line,
+      candidates: ranked, questions: ranked.slice(0, SIZE).map((n) => index.cases[n].asks) });
+
+    const familyAnswer = (family, why) => ({ step: "abstain", kind: "family", name: family,
+      family, sureness: `family, by ${why}`, candidates: members(family), questions: [] });
+
+    function differential(paste, hits) {
+      if (hits.length) {  // a generic message, or a documented one something contradicts
+        const family = messageFamily(hits[0].line)[0] || index.cases[hits[0].case].family;
+        const scores = bm25(index.case_bm25, paste.query);
+        const byScore = (a, b) => scores[b] - scores[a] || byName(a, b);
+        const exact = [...new Set(hits.filter((h) => h.how === "message").map((h) => h.case))]
+          .sort(byScore);
+        const rest = [...new Set(hits.map((h) => h.case))].filter((c) => !exact.includes(c))
+          .sort(byScore);
+        const contradicted = (hits.find((h) => h.contradicted) || {}).contradicted || "";
+        const why = contradicted ? `documented message, but ${contradicted}`
+          : "a generic message: it names the clash, never its cause";
+        return differentialAnswer([...exact, ...rest], why, family, hits[0].line);
+      }
+      for (const line of paste.lines) {
+        const [family] = messageFamily(line);
+        if (family) return { ...familyAnswer(family, "its message"), candidates: sameWording(line) };
+      }
+      const unknownError = Boolean(paste.lastException);
+      const scores = bm25(index.case_bm25, paste.query);
+      const ranked = Object.keys(scores).sort((a, b) => scores[b] - scores[a] || byName(a, b));
+      const present = new Set(paste.query);
+      const said = stems(paste.query);
+      const candidates = unknownError ? [] : ranked.slice(0, SIZE).filter((name) =>
+        scores[name] >= LIMITS.symptom_min &&
+        (!index.subjects[name].length || namesSubject(index.subjects[name], present)) &&
+        index.phrase_words[name].some((w) => said.has(w)));
+      if (candidates.length) {
+        return differentialAnswer(candidates, "symptom words (they never decide alone)", "", "");
+      }
+      const familyScores = bm25(index.family_bm25, paste.query);
       let best = null;
       for (const f of Object.keys(familyScores)) {
         if (best === null || familyScores[f] > familyScores[best] ||
             (familyScores[f] === familyScores[best] && f > best)) best = f;
       }
       if (familyScores[best] >= LIMITS.family_min) {
-        return { kind: "family", name: best, sureness: "family, by symptom words",
-          candidates: members(best) };
+        return familyAnswer(best, unknownError ? "an error no case documents" : "symptom words");
       }
-      return { kind: "none", name: "", sureness: "nothing fits", candidates: ranked.slice(0, 3) };
+      return { step: "abstain", kind: "none", name: "", family: "", sureness: "nothing fits",
+        candidates: [], questions: [] };
     }
 
     return function explain(text) {
-      const lines = errorLines(text);  // spelling-corrected once: each step reads them
-      const hits = findHits(text, lines);
-      const query = tokens(text);
-      const specific = hits.filter((h) => !h.generic || h.anchored);
-      if (specific.length) return caseFromHits(specific, hits, query);
-      const usual = usualCauseAnswer(lines, query, hits);
-      if (usual) return usual;
-      if (hits.length) return familyFromHits(hits);
-      for (const line of lines) {
-        const [family] = messageFamily(line);
-        if (family) return { kind: "family", name: family, sureness: "family, by its message",
-          candidates: sameWording(line) };
-      }
-      return fromSymptom(query, text, cleanLines(text).some((l) => EXCEPTION.test(l)));
+      const paste = parse(text);
+      const hits = messages(paste);
+      return claims(paste, hits) || differential(paste, hits);
     };
   }
 
@@ -357,8 +506,10 @@
 
   function show(found, list, status) {
     list.replaceChildren();
+    list.dataset.step = found.step;  // the step that answered: claims, differential, abstain
+    const diagnose = `Run it under diagnose: ${index.diagnose}`;
     if (found.kind === "none") {
-      status.textContent = "no documented case; closest: " + (found.candidates.join(", ") || "none");
+      status.textContent = "no documented case; closest: none. " + diagnose;
       return;
     }
     const item = document.createElement("li");
@@ -376,10 +527,34 @@
         (answer.fix_line ? ` Fix (${answer.fix}): ${answer.fix_line}` : "") +
         (found.candidates.length ? ` Also documents it: ${found.candidates.join(", ")}` : "");
       item.append(link, detail);
+    } else if (found.kind === "differential") {
+      status.textContent = `no case claimed (${found.sureness}); it may be one of these:`;
+      const checks = document.createElement("div");
+      found.questions.forEach((question, i) => {
+        const name = found.candidates[i];
+        const entry = document.createElement("div");
+        const link = document.createElement("a");
+        link.href = `${name}/index.html`;
+        link.textContent = `${i + 1}. ${name}: ${index.cases[name].title}`;
+        const check = document.createElement("div");
+        check.className = "note";
+        check.textContent = `Check: ${question}`;
+        entry.append(link, check);
+        checks.append(entry);
+      });
+      const more = found.candidates.slice(found.questions.length);
+      const tail = document.createElement("div");
+      tail.className = "note";
+      tail.textContent = (more.length ? `Also documented with this message: ${more.join(", ")}. `
+        : "") + (found.family ? `Family ${found.family}: ${index.families[found.family]}. ` : "") +
+        diagnose;
+      item.append(checks, tail);
     } else {
-      status.textContent = `family ${found.name}: ${index.families[found.name]} (${found.sureness})`;
+      status.textContent = `no documented case; closest family ${found.name}: ` +
+        `${index.families[found.name]} (${found.sureness})`;
       item.textContent = (found.candidates.length ? "cases: " + found.candidates.join(", ") + ". " : "") +
-        "Wrap one step in shared.culprit's MismatchGuard (NonFiniteGuard for NaN): it names the module.";
+        "Wrap one step in shared.culprit's MismatchGuard (NonFiniteGuard for NaN): it names the " +
+        "module. " + diagnose;
     }
     list.append(item);
   }

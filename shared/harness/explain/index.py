@@ -1,0 +1,76 @@
+"""What the site's search box needs (search.js carries the same steps over it)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from shared.harness.catalog import FAMILIES, Case
+from shared.harness.explain.claims import USUAL_CAUSE
+from shared.harness.explain.describe import fix_statement, not_failing
+from shared.harness.explain.differential import DIAGNOSE, DIFFERENTIAL_SIZE, asks
+from shared.harness.explain.store import (
+    EXTRA_FAMILIES,
+    bm25_table,
+    build_catalog,
+    family_description,
+)
+from shared.harness.explain.text import (
+    DTYPE_CLASS,
+    DTYPE_WORDS,
+    FAMILY_MESSAGES,
+    FAMILY_MIN_SCORE,
+    INTEGER_DTYPES,
+    MIN_CORRECTABLE,
+    PASTED_VERSION,
+    SD2,
+    SPELLING_CUTOFF,
+    STOPWORDS,
+    SYMPTOM_MIN_SCORE,
+    SYNONYMS,
+    UNORDERED,
+)
+from shared.harness.paths import MATRIX_DIR
+from shared.harness.verdicts import FAILURES
+
+
+def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
+    """What the site's search box needs, as JSON: explain's data and constants, its indexes."""
+    catalog = build_catalog(cases, matrix_dir)
+    answers = {}
+    for case in cases:
+        failing = next(v.name for v in case.variants if v.expectation.expect in FAILURES)
+        fixed, fix = fix_statement(case, failing)
+        answers[case.name] = {"title": case.title, "cause": case.cause, "fix": fixed,
+                              "fix_line": fix, "family": case.family, "asks": asks(case),
+                              "not_failing": not_failing(case)}  # fmt: skip
+    return json.dumps({
+        "signatures": [asdict(s) for s in catalog.signatures],
+        "cases": answers,
+        "families": {f: family_description(f) for f in sorted({*FAMILIES, *EXTRA_FAMILIES})},
+        "family_messages": FAMILY_MESSAGES,
+        "unordered": UNORDERED.pattern,
+        "sd2": SD2.pattern,  # case-insensitive
+        "integer_dtypes": INTEGER_DTYPES.pattern,
+        "synonyms": SYNONYMS,
+        "stopwords": sorted(STOPWORDS),
+        "dtype_class": DTYPE_CLASS,
+        "vocabulary": catalog.vocabulary,
+        "subjects": catalog.subjects,
+        "projects": catalog.projects,
+        "usual_causes": {c.name: [[u.pattern, list(u.named), list(u.unless_named), u.variant]
+                                  for u in c.usual_cause_of]
+                         for c in cases if c.usual_cause_of},
+        "usual_cause": USUAL_CAUSE,
+        "pasted_version": PASTED_VERSION.pattern,  # case-insensitive
+        "differential_size": DIFFERENTIAL_SIZE,
+        "diagnose": DIAGNOSE,
+        "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
+        "dtype_words": sorted(DTYPE_WORDS),
+        "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},
+        "case_bm25": bm25_table(catalog.case_docs),
+        "family_bm25": bm25_table(catalog.family_docs),
+        "limits": {"min_correctable": MIN_CORRECTABLE, "spelling_cutoff": SPELLING_CUTOFF,
+                   "symptom_min": SYMPTOM_MIN_SCORE, "family_min": FAMILY_MIN_SCORE},
+    })  # fmt: skip

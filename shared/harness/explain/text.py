@@ -1,0 +1,268 @@
+"""Reading a paste: its lines, frames, messages' shapes, words and versions (no catalog)."""
+
+from __future__ import annotations
+
+import re
+
+# Messages of each family as torch and the libraries word them, whatever the case. `generic`:
+# the message names the clash, not its cause (a case needs an anchor to be named).
+FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
+    ("dtype-mix", r"(?:mat1|self) and mat2 must have the same dtype", True),
+    ("dtype-mix", r"expected (?:mat1|m1) and (?:mat2|m2) to have the same dtype", True),
+    ("dtype-mix", r"expected scalar type \w+ but found \w+", True),
+    ("dtype-mix", r"found dtype \w+ but expected \w+", True),
+    ("dtype-mix", r"input type \((?:c10::|struct c10::)?\w+\) and (?:weight|bias) type", True),
+    ("dtype-mix", r"index put requires the source and destination dtypes match", True),
+    ("dtype-mix", r"expected query, key,? and value to have the same dtype", True),
+    ("dtype-mix", r"expected attn_mask dtype to be bool", False),
+    ("dtype-mix", r"expected tensor for argument #\d+ '\w+' to have the same type as tensor", True),
+    ("device-placement", r"input type \(torch\.(?:cuda\.)?\w+\) and weight type \(torch\.", True),
+    ("device-placement", r"expected all tensors to be on the same device", True),
+    ("device-placement", r"calling \.generate\(\) with the `?input_ids`? being on a device", True),
+    ("device-placement", r"cannot generate a \w+ tensor from a generator of type", False),
+    ("device-placement", r"expected a '\w+' device type for generator", False),
+    ("overflow", r"invalid value encountered in cast", True),
+    ("overflow", r"probability tensor contains either", True),
+    ("unsupported-dtype", r"not implemented for '(?:half|bfloat16|complexhalf)'", False),
+    ("unsupported-dtype", r"unsupported dtype (?:half|bfloat16)", True),
+    ("unsupported-dtype", r"flashattention only supports? fp16 and bf16", False),
+    ("unsupported-dtype",
+     r"flash attention 2(?:\.0)? only supports torch\.float16 and torch\.bfloat16", False),
+    ("unsupported-dtype", r"got unsupported scalartype (?:bfloat16|half)", False),
+    ("overflow", r"value cannot be converted to type at::(?:half|bfloat16) without overflow",
+     False),
+    ("hardware", r"cannot convert a mps tensor to float64 dtype", False),
+    ("hardware", r"bfloat16 is only supported on gpus with compute capability", False),
+    ("hardware", r"bf16 is only supported on a100", False),
+    ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
+    ("gradient-scaling", r"attempting to unscale fp16 gradients", False),
+    ("distributed", r"must flatten tensors with uniform dtype", False),
+    ("distributed", r"fsdp expects uniform original parameter dtype", False),
+    ("distributed", r"flatparameter requires uniform dtype", False),
+    ("offload", r"you can't move a model that has some modules offloaded", False),
+    ("meta-tensors", r"cannot copy out of meta tensor", True),
+    ("quantization", r"\.to`? is not supported for `?4-bit`? or `?8-bit", False),
+    ("quantization", r"cannot merge lora layers when the model is loaded in 8-bit", False),
+)
+# Messages that keep no direction: the order of the two dtypes is the order met, not a role.
+UNORDERED = re.compile(r"uniform (?:original parameter )?dtype", re.IGNORECASE)
+
+# What users write for the words the cases use (each group's words are added for any of them).
+SYNONYMS = (
+    ("black", "blank", "nan", "empty", "dark"),
+    ("image", "images", "picture", "output", "result", "video"),
+    ("sdxl", "xl", "stable diffusion", "sd"),
+    ("fp16", "float16", "half", "f16", "16b"),
+    ("bf16", "bfloat16"),
+    ("fp32", "float32"),
+    ("nan", "inf", "overflow", "overflowing"),
+    ("change", "updating", "updates", "modified", "decrease", "decreases", "learn"),
+    ("merge", "merged", "merges", "merging", "merge_and_unload"),
+    ("effect", "diff", "different", "degenerated", "behaves"),
+    ("pad", "padding", "<pad>"),
+    ("lora", "adapter", "adapters"),
+    ("loss", "losses"),
+)
+# Words a title names that are no subject: libraries, dtypes, devices, glue.
+NOT_SUBJECT = {"torch", "transformers", "diffusers", "peft", "accelerate", "bitsandbytes", "pytorch",
+               "cpu", "cuda", "gpu", "pure", "the", "on", "a", "an", "in", "with", "of", "to",
+               "and", "or", "its", "fp16", "bf16", "float16", "bfloat16", "float32", "half",
+               "model", "models", "training", "multi", "single"}  # fmt: skip
+
+# bm25s's English stopwords and the pronouns and verbs every report has.
+STOPWORDS = frozenset({"a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in",
+                       "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the",
+                       "their", "then", "there", "these", "they", "this", "to", "was", "will",
+                       "with", "i", "my", "me", "we", "you", "get", "got", "when", "what", "how",
+                       "can", "any", "have", "has", "do", "does", "after", "before"})
+BOX = re.compile(r"[│╭╮╰╯─━┃┏┓┗┛❱╷╵▕▏]")
+PROMPT = re.compile(r"^\s*(?:\[rank\d+\]:|-+>\s*\d*|\d+\s*[│|]|!!! Exception during processing !!!|>+)\s*")
+MARKUP = re.compile(r"\*\*|__|`+")
+FRAMES = (
+    re.compile(r'File "([^"]+)", line \d+, in (\S+)'),  # plain
+    re.compile(r"([\w./\\:~-]+\.py):\d+ in (\w+)"),  # rich
+    re.compile(r"File ([\w./\\:~-]+\.py):\d+, in (\w+)"),  # IPython 8
+    re.compile(r"([\w./\\:~-]+\.py) in (\w+)\("),  # IPython 7, Colab
+)
+CUDA_MATMUL = re.compile(
+    r"expected (?:mat1|m1) and (?:mat2|m2) to have the same dtype, but got:\s*"
+    r"(?:struct )?(?:c10::)?(\w+)\s*!=\s*(?:struct )?(?:c10::)?(\w+)", re.IGNORECASE)  # fmt: skip
+# dtype words and their class: which side is half, float32, float64 survives the masking.
+DTYPE_CLASS = (
+    (r"(?:torch\.)?(?:cuda\.)?(?:half|bfloat16)tensor", "LOWT"),
+    (r"(?:torch\.)?(?:cuda\.)?floattensor", "F32T"),
+    (r"(?:torch\.)?(?:cuda\.)?doubletensor", "F64T"),
+    (r"(?:struct )?(?:c10::)?(?:complexhalf|half|bfloat16|float16|fp16|bf16|bloat16)", "LOW"),
+    (r"(?:c10::)?(?:float|float32|fp32)", "F32"),
+    (r"(?:c10::)?(?:double|float64)", "F64"),
+)
+_DTYPE = re.compile("|".join(rf"(?P<c{i}>\b{p}\b)" for i, (p, _) in enumerate(DTYPE_CLASS)),
+                    re.IGNORECASE)  # fmt: skip
+_DEVICE = re.compile(r"torch\.cuda\.\w+tensor|\bcuda(?::\d+)?\b", re.IGNORECASE)
+CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z][a-z])")  # where a space goes in T5Model, typeHalf
+# Stable Diffusion 2.x as users write it (SD 2.1, sd21, stable-diffusion-2-1): one word, sd2,
+# that the "sd" synonyms (SDXL's) do not take; the digits would otherwise be dropped.
+SD2 = re.compile(r"\b(?:sd|stable[ _-]?diffusion)[ _-]?v?2(?:\.[01x]|1)?\b", re.IGNORECASE)
+EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\s?:")  # a pasted exception line
+_NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
+_WORD = re.compile(r"[a-z][a-z0-9_]*|<pad>|\d+[a-z]+", re.IGNORECASE)
+MIN_CORRECTABLE, SPELLING_CUTOFF = 5, 85  # a shorter word is too easily another one
+SYMPTOM_MIN_SCORE, FAMILY_MIN_SCORE = 2.0, 2.0  # BM25 scores below which nothing fits
+
+
+def clean_lines(text: str) -> list[str]:
+    """The paste's lines without traceback decorations and markdown around them."""
+    lines = []
+    for raw in text.splitlines():
+        line = MARKUP.sub("", PROMPT.sub("", BOX.sub(" ", raw)))
+        line = " ".join(line.split())
+        if line:
+            lines.append(line)
+    return lines
+
+
+def frames_of(text: str) -> list[str]:
+    """Frames as "path:function", the path from the package down (site-packages cut)."""
+    found = []
+    for pattern in FRAMES:
+        for path, function in pattern.findall(BOX.sub(" ", text)):
+            path = path.replace("\\", "/")
+            for marker in ("site-packages/", "dist-packages/"):
+                path = path.split(marker, 1)[-1]
+            found.append(f"{path}:{function}")
+    return found
+
+
+def canonical(line: str) -> str:
+    """A message with CUDA's matmul wording rewritten to the CPU's."""
+    return CUDA_MATMUL.sub(lambda m: f"mat1 and mat2 must have the same dtype, but got "
+                           f"{m.group(1)} and {m.group(2)}", line)  # fmt: skip
+
+
+def shape(message: str) -> str:
+    """Dtypes by class (low / float32 / float64) and devices kept, numbers masked, lowercase."""
+    def cls(match: re.Match) -> str:
+        name = next(DTYPE_CLASS[int(k[1:])][1] for k, v in match.groupdict().items() if v)
+        return ("CUDA" if "cuda" in match.group(0).lower() else "") + name
+
+    text = _NUMBER.sub("#", _DTYPE.sub(cls, canonical(message)))
+    text = re.sub(r"\bcuda:#", "cuda", text, flags=re.IGNORECASE)
+    if UNORDERED.search(text):  # order is not a direction: sort the classes
+        classes = sorted(re.findall(r"\b(?:CUDA)?(?:LOW|F32|F64)T?\b", text))
+        text = re.sub(r"\b(?:CUDA)?(?:LOW|F32|F64)T?\b", lambda _: classes.pop(0), text)
+    return " ".join(text.lower().split())
+
+
+def literal(pattern: str) -> str:
+    """A documented regex as the plain text it matches (optional groups dropped)."""
+    text = re.sub(r"\((?:[^()\\]|\\.)*\)\?", "", pattern)
+    text = re.sub(r"\(\\d\+\)|\\d\+|\\\d", "1", text)
+    text = re.sub(r"\((\w+)\|[^()]*\)", r"\1", text)  # (bfloat16|float32): the first
+    text = text.removeprefix("^").removesuffix("$")
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercase words, "Gemma 3" joined to "gemma3", each with its synonyms' group words."""
+    text = SD2.sub(" sd2 ", text)
+    text = re.sub(r"\b([A-Za-z]{3,}) (\d)\b(?![.\d])", r"\1\2", text)
+    text = CAMEL.sub(" ", text)  # T5Model: T5 Model
+    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w for w in words if w not in STOPWORDS]
+    out = []
+    for i, word in enumerate(words):
+        out.append(word)
+        pair = f"{word} {words[i + 1]}" if i + 1 < len(words) else ""
+        for group in SYNONYMS:
+            if word in group or pair in group:
+                out += [w for w in group if " " not in w and w != word]
+    return out
+
+
+DTYPE_WORDS = {"fp16", "float16", "half", "f16", "16b", "bf16", "bfloat16", "fp32", "float32"}
+
+
+def stems(words: list[str]) -> set[str]:
+    """Words without a plural s: "weight" finds "weights"."""
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words}
+
+
+def correct_spelling(line: str, vocabulary: list[str]) -> str:
+    """Each word near a documented message's word (a typo, another case) replaced by it."""
+    from rapidfuzz import fuzz, process  # noqa: PLC0415
+
+    def fix(match: re.Match) -> str:
+        word = match.group(0)
+        if len(word) < MIN_CORRECTABLE or word.lower() in vocabulary:
+            return word
+        best = process.extractOne(word.lower(), vocabulary, scorer=fuzz.ratio,
+                                  score_cutoff=SPELLING_CUTOFF)  # fmt: skip
+        return best[0] if best else word
+
+    return re.sub(r"[A-Za-z][A-Za-z0-9_]+", fix, line)
+
+
+TYPE_SIDES = (re.compile(r"input type \(([^)]*)\) and (?:weight|bias) type \(([^)]*)\)"),
+              re.compile(r"but type ([\w.:]+) does not equal ([\w.:]+)"))  # fmt: skip
+
+
+def operand_sides(low: str) -> list[tuple[bool, str]]:
+    """Both tensor types a type message names, (on CUDA, dtype class) each: the family is read
+    from both sides ("torch.cuda.HalfTensor" against "torch.cuda.FloatTensor": a dtype clash)."""
+    for pattern in TYPE_SIDES:
+        if found := pattern.search(low):
+            sides = []
+            for side in found.groups():
+                match = _DTYPE.search(side.replace("cuda", " "))
+                dtype = next((DTYPE_CLASS[int(k[1:])][1].rstrip("T") for k, v in
+                              match.groupdict().items() if v), "") if match else ""  # fmt: skip
+                sides.append(("cuda" in side, dtype))
+            return sides
+    return []
+
+
+def message_family(line: str) -> tuple[str, bool]:
+    """The family a message belongs to and whether it is generic, from torch's own wordings;
+    a type message's family from both its sides: devices that differ are a placement clash,
+    the same device with two dtypes a dtype clash."""
+    low = canonical(line).lower()
+    for family, pattern, generic in FAMILY_MESSAGES:
+        if re.search(pattern, low):
+            sides = operand_sides(low)
+            if len(sides) == 2 and sides[0][0] != sides[1][0]:
+                return "device-placement", True
+            if len(sides) == 2 and sides[0][1] and sides[1][1] and sides[0][1] != sides[1][1]:
+                return "dtype-mix", True
+            return family, generic
+    return "", False
+
+
+# A clash of integer dtypes (indices, labels) is another failure than any documented here
+# ("to be bool or float": the attention mask check's wording, no operand).
+INTEGER_DTYPES = re.compile(r"\b(?:long|int|short|char|byte|bool)\b(?! or\b)")
+
+
+def innermost_library_frame(text: str) -> str:
+    """The paste's innermost frame ("path:function", site-packages cut) where it is a library's:
+    the code that raised, when the traceback ends inside an installed package."""
+    found = []
+    plain = BOX.sub(" ", text)
+    for pattern in FRAMES:
+        found += [(m.start(), m.group(1).replace("\\", "/"), m.group(2))
+                  for m in pattern.finditer(plain)]  # fmt: skip
+    if not found:
+        return ""
+    _, path, function = max(found)
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return f"{path.split(marker, 1)[-1]}:{function}"
+    return ""
+
+
+PASTED_VERSION = re.compile(
+    r"\b(torch|pytorch|transformers|diffusers|peft|accelerate|bitsandbytes)\b[^\n\d]{0,12}?"
+    r"v?(\d+\.\d+(?:\.\d+)?)", re.IGNORECASE)  # fmt: skip
+
+
+def pasted_versions(text: str) -> dict[str, str]:
+    return {n.lower().replace("pytorch", "torch"): v for n, v in PASTED_VERSION.findall(text)}

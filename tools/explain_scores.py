@@ -1,0 +1,92 @@
+"""Score `explain` on both halves of the real-report corpus (tests/explain_texts/README.md).
+
+    python tools/explain_scores.py            (from the repository root; --misses lists each miss)
+
+The two halves: reports.toml (tuned on) and reports_held_out.toml (collected separately, never
+tuned on). Per half, issue 31's measures:
+- claims right: of the reports explain claims a case for, the share whose case it is;
+- covered errors, right case first: of the errors and errors in sentences (no symptom
+  description) whose case is in the tree, the share it claims;
+- symptoms, right case among candidates: of the covered symptom descriptions, the share where the
+  case is claimed or among the first three candidates named;
+- uncovered claimed: of the reports no case in the tree documents, the share a case is claimed for;
+- wrong family: of the family answers and differentials naming a family, those naming another
+  family than the report's (a report labelled with a family).
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from shared.harness.catalog import case_names  # noqa: E402
+from shared.harness.explain import explain  # noqa: E402
+
+TEXTS = ROOT / "tests" / "explain_texts"
+HALVES = {"tuned (reports.toml)": "reports.toml",
+          "held out (reports_held_out.toml)": "reports_held_out.toml"}  # fmt: skip
+
+
+def reports(name: str) -> list[dict]:
+    return tomllib.loads((TEXTS / name).read_text(encoding="utf-8"))["report"]
+
+
+def named(first, case: str) -> bool:
+    return (first.kind == "case" and first.name == case) or case in first.candidates[:3]
+
+
+def score(items: list[dict], in_tree: set[str]) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    counts = {m: [0, 0] for m in ("claims right", "covered errors, right case first",
+                                  "symptoms, right case among candidates",
+                                  "uncovered claimed", "wrong family")}  # fmt: skip
+    misses = []
+    for report in items:
+        first = explain(report["text"])[0]
+        case, covered = report["case"], report["case"] in in_tree
+        claimed = first.kind == "case"
+        if claimed:
+            counts["claims right"][0] += first.name == case
+            counts["claims right"][1] += 1
+        if covered and report["form"] != "symptom":
+            counts["covered errors, right case first"][0] += claimed and first.name == case
+            counts["covered errors, right case first"][1] += 1
+        if covered:
+            if report["form"] == "symptom":
+                counts["symptoms, right case among candidates"][0] += named(first, case)
+                counts["symptoms, right case among candidates"][1] += 1
+        else:
+            counts["uncovered claimed"][0] += claimed
+            counts["uncovered claimed"][1] += 1
+        if first.kind in ("family", "differential") and first.name and report["family"]:
+            counts["wrong family"][0] += first.name != report["family"]
+            counts["wrong family"][1] += 1
+        wrong = (claimed and first.name != case) or (covered and not named(first, case)) or (
+            first.kind in ("family", "differential") and first.name and report["family"]
+            and first.name != report["family"])  # fmt: skip
+        if wrong:
+            misses.append(f"    {report['url']}  [{report['form']}] expected {case or '-'} "
+                          f"({report['family'] or '-'}); got {first.kind} {first.name} "
+                          f"{first.candidates[:3]}")  # fmt: skip
+    return {k: (v[0], v[1]) for k, v in counts.items()}, misses
+
+
+def main() -> int:
+    in_tree = set(case_names())
+    for title, name in HALVES.items():
+        items = reports(name)
+        measured, misses = score(items, in_tree)
+        print(f"{title}: {len(items)} reports")
+        for measure, (got, of) in measured.items():
+            share = f"{100 * got / of:5.1f} %" if of else "   -  "
+            print(f"  {measure:40s} {share}  ({got} of {of})")
+        if "--misses" in sys.argv:
+            print("\n".join(misses))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
