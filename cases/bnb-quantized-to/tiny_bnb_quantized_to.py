@@ -45,3 +45,19 @@ def load_4bit(checkpoint: Path, device: torch.device, dtype: torch.dtype) -> Lla
 def example_input_ids(device: torch.device) -> torch.Tensor:
     """A batch of 2 sequences of 16 token ids, as a tokenizer gives it."""
     return torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(1)).to(device)
+
+
+def dequantized_reference(model: LlamaForCausalLM, checkpoint: Path) -> LlamaForCausalLM:
+    """The float32 reference for a 4-bit model: the checkpoint in float32 on the CPU, each
+    quantized Linear's weight replaced by its 4-bit codes dequantized (bitsandbytes'
+    ``dequantize_4bit``): the weights the 4-bit model holds, computed without its kernels."""
+    import bitsandbytes as bnb
+
+    reference = LlamaForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float32)
+    plain = dict(reference.named_modules())
+    for name, module in model.named_modules():
+        if isinstance(module, bnb.nn.Linear4bit):
+            codes = module.weight
+            weight = bnb.functional.dequantize_4bit(codes.data, codes.quant_state)
+            plain[name].weight.data = weight.to("cpu", torch.float32)
+    return reference.eval()

@@ -49,3 +49,33 @@ def real_token_logits(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         hidden = model.model(**batch).last_hidden_state
         logits = model.lm_head(hidden)
     return logits[batch["attention_mask"].bool()]
+
+
+WIDTH, HEADS, CONTEXT = 64, 4, 8  # OpenCLIP's text tower, shrunk: width 512, 8 heads, 77 tokens
+
+
+def tiny_text_attention() -> tuple[torch.nn.Embedding, torch.nn.MultiheadAttention]:
+    """OpenCLIP's text tower as #99012 ran it, cut to its first attention: token embeddings and
+    a sequence-first ``nn.MultiheadAttention`` (``batch_first=False``, as OpenCLIP built it)."""
+    tiny_seed(0)
+    embedding = torch.nn.Embedding(64, WIDTH)
+    attention = torch.nn.MultiheadAttention(WIDTH, HEADS)
+    return embedding.eval(), attention.eval()
+
+
+def causal_float_mask() -> torch.Tensor:
+    """OpenCLIP's ``build_attention_mask``: an additive float32 mask, -inf above the diagonal."""
+    return torch.empty(CONTEXT, CONTEXT).fill_(float("-inf")).triu_(1)
+
+
+def text_tokens() -> torch.Tensor:
+    """Two texts of CONTEXT tokens, sequence first: (CONTEXT, 2)."""
+    tiny_seed(1)
+    return torch.randint(3, 64, (CONTEXT, 2))
+
+
+def attend(embedding, attention, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The text tower's attention call: self-attention without weights (the SDPA path)."""
+    with torch.no_grad():
+        x = embedding(tokens)  # float32: autocast leaves embeddings alone
+        return attention(x, x, x, attn_mask=mask, need_weights=False)[0]

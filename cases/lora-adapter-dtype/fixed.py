@@ -23,5 +23,5 @@ base = LlamaForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float16).t
 model = PeftModel.from_pretrained(base, adapter, low_cpu_mem_usage=True).eval()
 model.to(torch.float16)  # the fix: the adapters (and the head copy) in the base dtype
 with torch.no_grad():
-    logits = head_logits(model, prompt().to(device))  # raises in lm_head: float16 input, float32 weight
+    logits = head_logits(model, prompt().to(device))
 compare_to_reference("logits", logits, reference, dtype=torch.float16)

@@ -22,5 +22,5 @@ reference = float32_reference(checkpoint, adapter).to(device)
 base = LlamaForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float16).to(device)
 model = PeftModel.from_pretrained(base, adapter).eval()  # the fix: the default load copies into the half head
 with torch.no_grad():
-    logits = head_logits(model, prompt().to(device))  # raises in lm_head: float16 input, float32 weight
+    logits = head_logits(model, prompt().to(device))
 compare_to_reference("logits", logits, reference, dtype=torch.float16)

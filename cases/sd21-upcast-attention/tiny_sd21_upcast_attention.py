@@ -36,9 +36,9 @@ quiet_hf_logging()
 def _logit_peak() -> float:
     """The largest float32 attention logit each ``attn1`` reaches on the probe run (the knob).
 
-    No published figure gives SD 2.1's attention logits; its reports show only that they pass
-    float16's 65504 (black images from the classic processor without ``upcast_attention``, fixed
-    by computing q @ k^T in float32). 1e5 .. 1e6: from 1.5x to 15x float16's maximum.
+    showlab/Tune-A-Video#103 reports SD 2.1's q @ k^T products around 3e5 (past float16's
+    65504: black images from the classic processor without ``upcast_attention``, fixed by
+    computing it in float32). 1e5 .. 1e6: from 1.5x to 15x float16's maximum, around that figure.
     """
     return knob("attn1_logit_peak", 2e5, (1e5, 1e6))
 
