@@ -47,7 +47,7 @@ FINDERS = {
         watcher="FlatParamWatch",
     ),
     "scaler": Finder(
-        "UnscaleWatch: each GradScaler.unscale_ call and its optimizer's stage, while it runs",
+        "UnscaleWatch: GradScaler.unscale_ and accelerate's clip_grad_norm_ calls, while it runs",
         watcher="UnscaleWatch",
     ),
 }
@@ -131,8 +131,8 @@ HAZARDS = {
     ),
     "unscale-twice": HazardKind(
         "gradscaler-unscale-twice",
-        "GradScaler.unscale_ called again on an optimizer before update() (on every "
-        "accumulation micro-step, or by a library after the loop did)",
+        "GradScaler.unscale_ called again on an optimizer before update(), or accelerate's "
+        "clip_grad_norm_ on an accumulation micro-step that does not sync",
         ("scaler",),
     ),
 }
