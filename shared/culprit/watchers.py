@@ -213,9 +213,12 @@ def _unscale_codes() -> set:
     """The code of each GradScaler's ``unscale_`` (torch.amp's from 2.3, torch.cuda.amp's
     before; FSDP's ShardedGradScaler has its own)."""
     codes = set()
-    for module, name in (("torch.amp.grad_scaler", "GradScaler"),
-                         ("torch.cuda.amp.grad_scaler", "GradScaler"),
-                         ("torch.distributed.fsdp.sharded_grad_scaler", "ShardedGradScaler")):  # fmt: skip
+    scalers = (
+        ("torch.amp.grad_scaler", "GradScaler"),
+        ("torch.cuda.amp.grad_scaler", "GradScaler"),
+        ("torch.distributed.fsdp.sharded_grad_scaler", "ShardedGradScaler"),
+    )
+    for module, name in scalers:
         try:
             codes.add(getattr(importlib.import_module(module), name).unscale_.__code__)
         except (ImportError, AttributeError):
