@@ -46,6 +46,10 @@ FINDERS = {
         "FlatParamWatch: the parameters FSDP1 puts in each FlatParameter, while it wraps",
         watcher="FlatParamWatch",
     ),
+    "scaler": Finder(
+        "UnscaleWatch: GradScaler.unscale_ and accelerate's clip_grad_norm_ calls, while it runs",
+        watcher="UnscaleWatch",
+    ),
 }
 # Watchers the runner turns on per variant (the rest look at the end state, or always watch).
 ON_DEMAND = tuple(name for name, finder in FINDERS.items() if finder.watcher and not finder.always)
@@ -124,5 +128,11 @@ HAZARDS = {
         "fsdp-lora-flat-dtype",
         "FSDP1 given one unit of parameters in two dtypes to flatten into one FlatParameter",
         ("fsdp",),
+    ),
+    "unscale-twice": HazardKind(
+        "gradscaler-unscale-twice",
+        "GradScaler.unscale_ called again on an optimizer before update(), or accelerate's "
+        "clip_grad_norm_ on an accumulation micro-step that does not sync",
+        ("scaler",),
     ),
 }

@@ -19,6 +19,7 @@ from shared.culprit import (
     MismatchGuard,
     NonFiniteGuard,
     OpWatch,
+    UnscaleWatch,
     generator_hazards,
     hazards,
     optimizer_hazards,
@@ -92,7 +93,7 @@ def test_every_watcher_of_the_registry_is_a_watcher_of_shared_culprit():
     import shared.culprit
 
     watchers = {name: finder.watcher for name, finder in FINDERS.items() if finder.watcher}
-    assert {"calls", "values", "ops", "fsdp"} <= set(watchers)
+    assert {"calls", "values", "ops", "fsdp", "scaler"} <= set(watchers)
     for watcher in watchers.values():
         with getattr(shared.culprit, watcher)() as watching:
             pass
@@ -188,6 +189,64 @@ def test_flat_param_watch_names_the_fsdp1_unit_that_mixes_dtypes(one_gloo_rank):
         ("mixed-flat-param", "Sequential", "2 bfloat16 and 2 float32 parameters")
     ]
     assert sys.getprofile() is None  # the watch is gone with its context
+
+
+def test_unscale_watch_names_the_second_unscale_before_update():
+    """The gradient-accumulation loop of gradscaler-unscale-twice: unscale_ on each micro-step
+    is seen (and torch raises); once per step, with update() between, is not."""
+    if not hasattr(torch.amp, "GradScaler"):
+        pytest.skip("torch.amp.GradScaler('cpu') needs torch >= 2.3")
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def micro_step(scaler, unscale: bool) -> None:
+        scaler.scale(model(torch.ones(2, 4)).sum()).backward()
+        if unscale:
+            scaler.unscale_(optimizer)
+
+    with UnscaleWatch() as once_per_step:
+        scaler = torch.amp.GradScaler("cpu")
+        for step in range(4):
+            micro_step(scaler, unscale=step % 2 == 1)
+            if step % 2 == 1:
+                scaler.step(optimizer)
+                scaler.update()
+    with UnscaleWatch() as every_micro_step, pytest.raises(RuntimeError, match="already been"):
+        scaler = torch.amp.GradScaler("cpu")
+        micro_step(scaler, unscale=True)
+        micro_step(scaler, unscale=True)
+    assert once_per_step.found == []
+    assert [(h.kind, h.where) for h in every_micro_step.found] == [
+        ("unscale-twice", "test_audit.py:micro_step")
+    ]
+    assert "again on SGD before update() (first from test_audit.py:micro_step)" in (
+        every_micro_step.found[0].detail
+    )
+    assert sys.getprofile() is None  # the watch is gone with its context
+
+
+def test_unscale_watch_names_accelerates_clip_on_a_micro_step_that_does_not_sync():
+    """On the CPU accelerate has no GradScaler: the clip on every micro-step raises nothing, and
+    the watch still names it (it clips partial gradients)."""
+    accelerate = pytest.importorskip("accelerate")
+    accelerator = accelerate.Accelerator(cpu=True, gradient_accumulation_steps=2)
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, optimizer = accelerator.prepare(model, optimizer)
+
+    def train(clip_every_micro_step: bool) -> list:
+        with UnscaleWatch() as watch:
+            for _ in range(2):
+                with accelerator.accumulate(model):
+                    accelerator.backward(model(torch.ones(2, 4)).sum())
+                    if clip_every_micro_step or accelerator.sync_gradients:
+                        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.step()
+                    optimizer.zero_grad()
+        return [(h.kind, h.where) for h in watch.found]
+
+    assert train(clip_every_micro_step=False) == []
+    assert train(clip_every_micro_step=True) == [("unscale-twice", "test_audit.py:train")]
 
 
 def test_pipeline_components_in_another_dtype_than_the_denoiser_are_named():

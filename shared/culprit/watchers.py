@@ -1,11 +1,12 @@
 """Runtime watchers, record only: hazards that show while a variant runs (:class:`OpWatch`: torch
-calls' arguments; :class:`FlatParamWatch`: what FSDP1 flattens), and :func:`seen_hazards`, what
-any watcher saw, as hazards.
+calls' arguments; :class:`FlatParamWatch`: what FSDP1 flattens; :class:`UnscaleWatch`: a
+GradScaler unscaling twice), and :func:`seen_hazards`, what any watcher saw, as hazards.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections import Counter
 
@@ -143,3 +144,91 @@ def _flat_param_handle_init():
             continue
         return handle.__init__.__code__
     return None
+
+
+class UnscaleWatch:
+    """Context manager: record the first ``GradScaler.unscale_`` call on an optimizer already
+    unscaled since the last ``update()`` (torch then raises), naming who called it and who
+    called the first one: a loop unscaling on each accumulation micro-step, or a library
+    (accelerate's ``clip_grad_norm_``) unscaling after the loop did. Also accelerate's
+    ``clip_grad_norm_`` called on a micro-step that does not sync: it unscales there where a
+    GradScaler exists, and clips partial gradients where none does (the CPU).
+
+    A ``sys.setprofile`` function sees each of these calls as it starts and reads the
+    optimizer's stage in the scaler (record only; ``_per_optimizer_states`` holds it from torch
+    1.6 to 2.13) or the accelerator's ``sync_gradients``. Slows Python calls while active, as
+    :class:`FlatParamWatch`."""
+
+    def __init__(self):
+        self.found: list[Hazard] = []
+        self._codes = _unscale_codes()
+        self._callers: dict[int, str] = {}  # id(optimizer) -> who unscaled it last
+        self._previous = None
+
+    def __enter__(self):
+        self._previous = sys.getprofile()
+        if self._codes:
+            sys.setprofile(self._on_event)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        sys.setprofile(self._previous)
+
+    def _on_event(self, frame, event: str, arg) -> None:
+        if event != "call" or self.found:
+            return
+        try:
+            if frame.f_code.co_name == "clip_grad_norm_" and frame.f_code.co_filename.endswith(
+                ACCELERATOR_FILE
+            ):
+                self._clip_on_micro_step(frame)
+            elif frame.f_code in self._codes:
+                self._unscale(frame)
+        except Exception:  # noqa: BLE001, S110 - watching must never break the model
+            pass
+
+    def _unscale(self, frame) -> None:
+        """``GradScaler.unscale_(optimizer)`` where the optimizer is already unscaled."""
+        optimizer = frame.f_locals["optimizer"]
+        state = frame.f_locals["self"]._per_optimizer_states.get(id(optimizer))
+        caller = _where(frame.f_back)
+        if state is not None and getattr(state["stage"], "name", "") == "UNSCALED":
+            first = self._callers.get(id(optimizer), "?")
+            detail = (f"unscale_ called again on {type(optimizer).__name__} before update() "
+                      f"(first from {first})")  # fmt: skip
+            self.found.append(Hazard("unscale-twice", caller, detail))
+        self._callers[id(optimizer)] = caller
+
+    def _clip_on_micro_step(self, frame) -> None:
+        """accelerate's ``Accelerator.clip_grad_norm_`` where ``sync_gradients`` is False."""
+        if getattr(frame.f_locals.get("self"), "sync_gradients", True) is False:
+            detail = "accelerate's clip_grad_norm_ on a micro-step that does not sync"
+            self.found.append(Hazard("unscale-twice", _where(frame.f_back), detail))
+
+
+ACCELERATOR_FILE = "accelerate/accelerator.py".replace("/", os.sep)
+
+
+def _unscale_codes() -> set:
+    """The code of each GradScaler's ``unscale_`` (torch.amp's from 2.3, torch.cuda.amp's
+    before; FSDP's ShardedGradScaler has its own)."""
+    codes = set()
+    scalers = (
+        ("torch.amp.grad_scaler", "GradScaler"),
+        ("torch.cuda.amp.grad_scaler", "GradScaler"),
+        ("torch.distributed.fsdp.sharded_grad_scaler", "ShardedGradScaler"),
+    )
+    for module, name in scalers:
+        try:
+            codes.add(getattr(importlib.import_module(module), name).unscale_.__code__)
+        except (ImportError, AttributeError):
+            continue
+    return codes
+
+
+def _where(frame) -> str:
+    """A frame as ``path:function``, the path from site-packages on (a script: its name)."""
+    path = frame.f_code.co_filename.replace("\\", "/")
+    inside = "site-packages/" in path
+    path = path.rsplit("site-packages/", 1)[-1] if inside else path.rsplit("/", 1)[-1]
+    return f"{path}:{frame.f_code.co_name}"
