@@ -46,6 +46,10 @@ FINDERS = {
         "FlatParamWatch: the parameters FSDP1 puts in each FlatParameter, while it wraps",
         watcher="FlatParamWatch",
     ),
+    "training-args": Finder(
+        "TrainingArgsWatch: the precision transformers' TrainingArguments are built with",
+        watcher="TrainingArgsWatch",
+    ),
 }
 # Watchers the runner turns on per variant (the rest look at the end state, or always watch).
 ON_DEMAND = tuple(name for name, finder in FINDERS.items() if finder.watcher and not finder.always)
@@ -124,5 +128,10 @@ HAZARDS = {
         "fsdp-lora-flat-dtype",
         "FSDP1 given one unit of parameters in two dtypes to flatten into one FlatParameter",
         ("fsdp",),
+    ),
+    "bf16-without-device": HazardKind(
+        "bf16-unsupported-setup",
+        "TrainingArguments asked for bf16 where no device runs it and use_cpu is not set",
+        ("training-args",),
     ),
 }

@@ -19,6 +19,7 @@ from shared.culprit import (
     MismatchGuard,
     NonFiniteGuard,
     OpWatch,
+    TrainingArgsWatch,
     generator_hazards,
     hazards,
     optimizer_hazards,
@@ -187,6 +188,26 @@ def test_flat_param_watch_names_the_fsdp1_unit_that_mixes_dtypes(one_gloo_rank):
     assert [(h.kind, h.where, h.detail) for h in one_unit.found] == [
         ("mixed-flat-param", "Sequential", "2 bfloat16 and 2 float32 parameters")
     ]
+    assert sys.getprofile() is None  # the watch is gone with its context
+
+
+def test_training_args_watch_names_bf16_asked_where_no_device_runs_it(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from transformers.utils.import_utils import is_torch_bf16_gpu_available
+
+    if is_torch_bf16_gpu_available():
+        pytest.skip("a device here runs bfloat16: the setup is not the hazard")
+    make = functools.partial(transformers.TrainingArguments, output_dir=str(tmp_path), bf16=True)
+    make(use_cpu=True)  # its first build imports accelerate: slow under a profile function
+    with TrainingArgsWatch() as asked_on_cpu:
+        make(use_cpu=True)
+    with TrainingArgsWatch() as no_device, contextlib.suppress(ValueError):
+        make()  # transformers >= 4.52 refuses it; 4.25 to 4.51 train the CPU in bfloat16
+    assert asked_on_cpu.found == []
+    assert [(h.kind, h.where, h.detail) for h in no_device.found] == [(
+        "bf16-without-device", "TrainingArguments",
+        "bf16=True, use_cpu unset, and no device that runs bfloat16",
+    )]  # fmt: skip
     assert sys.getprofile() is None  # the watch is gone with its context
 
 

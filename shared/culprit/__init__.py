@@ -11,10 +11,12 @@
 - :func:`hazards`, :func:`pipeline_hazards`, :func:`generator_hazards`,
   :func:`optimizer_hazards`: the patterns the gallery's cases document (``shared.hazards``),
   found in a model, a pipeline's components and generators, or an optimizer; :class:`OpWatch`,
-  :class:`FlatParamWatch` and :func:`seen_hazards`: those that show while it runs.
+  :class:`FlatParamWatch`, :class:`TrainingArgsWatch` and :func:`seen_hazards`: those that show
+  while it runs.
 
-Public torch APIs (module hooks, a TorchFunctionMode), and one profile function that reads
-the arguments of FSDP1's private FlatParamHandle; nothing in torch or the libraries is patched.
+Public torch APIs (module hooks, a TorchFunctionMode), and profile functions that read the
+arguments of FSDP1's private FlatParamHandle and of transformers' TrainingArguments; nothing in
+torch or the libraries is patched.
 
 One job per module: ``audit`` (a model's tensors by device and dtype), ``guards`` (module-call
 guards), ``finders`` (hazards in what a variant holds at its end), ``watchers`` (hazards seen
@@ -39,7 +41,7 @@ from shared.culprit.guards import (
     NonFiniteGuard,
     as_record,
 )
-from shared.culprit.watchers import FlatParamWatch, OpWatch, seen_hazards
+from shared.culprit.watchers import FlatParamWatch, OpWatch, TrainingArgsWatch, seen_hazards
 
 __all__ = [
     "AuditRow",
@@ -52,6 +54,7 @@ __all__ = [
     "NonFiniteGradient",
     "NonFiniteGuard",
     "OpWatch",
+    "TrainingArgsWatch",
     "as_record",
     "audit",
     "format_audit",
