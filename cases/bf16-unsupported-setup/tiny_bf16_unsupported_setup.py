@@ -93,12 +93,12 @@ def float32_step(input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def check_against_float32(seen: LinearOutputs, loss: float, input_ids: torch.Tensor, dtype) -> None:
     """A fixed step is right: its linear layers ran in ``dtype``, and its first logits and loss
-    match the float32 step's (the loss is float32 either way: from bfloat16 logits, within
+    match the float32 forward's (the loss is float32 either way: from bfloat16 logits, within
     their tolerance)."""
     check_that("precision", seen.dtypes == {dtype}, f"the linear layers ran in {seen.names()}")
     reference_logits, reference_loss = float32_step(input_ids)
     compare_to_reference("logits", seen.first_logits, reference_logits, dtype=dtype)
-    tolerance = 5e-2 if dtype == torch.bfloat16 else None
+    tol = 5e-2 if dtype == torch.bfloat16 else None
     compare_to_reference(
-        "loss", torch.tensor(loss), reference_loss, dtype=torch.float32, atol=tolerance, rtol=tolerance
+        "loss", torch.tensor(loss), reference_loss, dtype=torch.float32, atol=tol, rtol=tol
     )
