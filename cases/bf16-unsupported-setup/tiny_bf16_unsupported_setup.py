@@ -38,17 +38,26 @@ def example_input_ids() -> torch.Tensor:
     return torch.randint(0, 64, (1, 16), generator=torch.Generator().manual_seed(1))
 
 
+def labels_of(input_ids: torch.Tensor) -> torch.Tensor:
+    """The ids as labels, the first position masked (-100): no token predicts it, so every
+    Trainer release divides the loss by the same count (4.51 and 4.53 counted the unshifted
+    labels: 16 here for 15 predictions, a loss 15/16 of the model's)."""
+    labels = input_ids.clone()
+    labels[..., 0] = -100
+    return labels
+
+
 class TokenDataset(torch.utils.data.Dataset):
-    """Token ids as a Trainer dataset: each row its own example, labels = input ids."""
+    """Token ids as a Trainer dataset: each row its own example, with its labels."""
 
     def __init__(self, input_ids: torch.Tensor):
-        self.input_ids = input_ids
+        self.input_ids, self.labels = input_ids, labels_of(input_ids)
 
     def __len__(self) -> int:
         return len(self.input_ids)
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        return {"input_ids": self.input_ids[index], "labels": self.input_ids[index]}
+        return {"input_ids": self.input_ids[index], "labels": self.labels[index]}
 
 
 @dataclasses.dataclass
@@ -87,7 +96,7 @@ def float32_step(input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     in float32, outside any Trainer (on the 2025 stacks a second Trainer in one process ran
     under the first one's bfloat16 autocast); its logits and loss."""
     with torch.no_grad():
-        output = tiny_model()(input_ids, labels=input_ids)
+        output = tiny_model()(input_ids, labels=labels_of(input_ids))
     return output.logits, output.loss
 
 
