@@ -50,6 +50,10 @@ FINDERS = {
         "UnscaleWatch: GradScaler.unscale_ and accelerate's clip_grad_norm_ calls, while it runs",
         watcher="UnscaleWatch",
     ),
+    "training-args": Finder(
+        "TrainingArgsWatch: the precision transformers' TrainingArguments are built with",
+        watcher="TrainingArgsWatch",
+    ),
 }
 # Watchers the runner turns on per variant (the rest look at the end state, or always watch).
 ON_DEMAND = tuple(name for name, finder in FINDERS.items() if finder.watcher and not finder.always)
@@ -134,5 +138,10 @@ HAZARDS = {
         "GradScaler.unscale_ called again on an optimizer before update(), or accelerate's "
         "clip_grad_norm_ on an accumulation micro-step that does not sync",
         ("scaler",),
+    ),
+    "bf16-without-device": HazardKind(
+        "bf16-unsupported-setup",
+        "TrainingArguments asked for bf16 where no device runs it and use_cpu is not set",
+        ("training-args",),
     ),
 }

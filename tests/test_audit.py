@@ -20,6 +20,7 @@ from shared.culprit import (
     NonFiniteGuard,
     OpWatch,
     UnscaleWatch,
+    TrainingArgsWatch,
     generator_hazards,
     hazards,
     optimizer_hazards,
@@ -247,6 +248,26 @@ def test_unscale_watch_names_accelerates_clip_on_a_micro_step_that_does_not_sync
 
     assert train(clip_every_micro_step=False) == []
     assert train(clip_every_micro_step=True) == [("unscale-twice", "test_audit.py:train")]
+
+
+def test_training_args_watch_names_bf16_asked_where_no_device_runs_it(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from transformers.utils.import_utils import is_torch_bf16_gpu_available
+
+    if is_torch_bf16_gpu_available():
+        pytest.skip("a device here runs bfloat16: the setup is not the hazard")
+    make = functools.partial(transformers.TrainingArguments, output_dir=str(tmp_path), bf16=True)
+    make(use_cpu=True)  # its first build imports accelerate: slow under a profile function
+    with TrainingArgsWatch() as asked_on_cpu:
+        make(use_cpu=True)
+    with TrainingArgsWatch() as no_device, contextlib.suppress(ValueError):
+        make()  # transformers >= 4.52 refuses it; 4.25 to 4.51 train the CPU in bfloat16
+    assert asked_on_cpu.found == []
+    assert [(h.kind, h.where, h.detail) for h in no_device.found] == [(
+        "bf16-without-device", "TrainingArguments",
+        "bf16=True, use_cpu unset, and no device that runs bfloat16",
+    )]  # fmt: skip
+    assert sys.getprofile() is None  # the watch is gone with its context
 
 
 def test_pipeline_components_in_another_dtype_than_the_denoiser_are_named():

@@ -11,11 +11,12 @@
 - :func:`hazards`, :func:`pipeline_hazards`, :func:`generator_hazards`,
   :func:`optimizer_hazards`: the patterns the gallery's cases document (``shared.hazards``),
   found in a model, a pipeline's components and generators, or an optimizer; :class:`OpWatch`,
-  :class:`FlatParamWatch`, :class:`UnscaleWatch` and :func:`seen_hazards`: those that show
-  while it runs.
+  :class:`FlatParamWatch`, :class:`UnscaleWatch`, :class:`TrainingArgsWatch` and
+  :func:`seen_hazards`: those that show while it runs.
 
 Public torch APIs (module hooks, a TorchFunctionMode), and profile functions that read the
-arguments of FSDP1's private FlatParamHandle and a GradScaler's per-optimizer stage; nothing in
+arguments of FSDP1's private FlatParamHandle, a GradScaler's per-optimizer stage and
+transformers' TrainingArguments; nothing in
 torch or the libraries is patched.
 
 One job per module: ``audit`` (a model's tensors by device and dtype), ``guards`` (module-call
@@ -41,7 +42,13 @@ from shared.culprit.guards import (
     NonFiniteGuard,
     as_record,
 )
-from shared.culprit.watchers import FlatParamWatch, OpWatch, UnscaleWatch, seen_hazards
+from shared.culprit.watchers import (
+    FlatParamWatch,
+    OpWatch,
+    TrainingArgsWatch,
+    UnscaleWatch,
+    seen_hazards,
+)
 
 __all__ = [
     "AuditRow",
@@ -54,6 +61,7 @@ __all__ = [
     "NonFiniteGradient",
     "NonFiniteGuard",
     "OpWatch",
+    "TrainingArgsWatch",
     "UnscaleWatch",
     "as_record",
     "audit",

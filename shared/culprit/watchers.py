@@ -1,6 +1,7 @@
 """Runtime watchers, record only: hazards that show while a variant runs (:class:`OpWatch`: torch
 calls' arguments; :class:`FlatParamWatch`: what FSDP1 flattens; :class:`UnscaleWatch`: a
-GradScaler unscaling twice), and :func:`seen_hazards`, what any watcher saw, as hazards.
+GradScaler unscaling twice; :class:`TrainingArgsWatch`: the precision transformers'
+TrainingArguments are asked for), and :func:`seen_hazards`, what any watcher saw, as hazards.
 """
 
 from __future__ import annotations
@@ -232,3 +233,50 @@ def _where(frame) -> str:
     inside = "site-packages/" in path
     path = path.rsplit("site-packages/", 1)[-1] if inside else path.rsplit("/", 1)[-1]
     return f"{path}:{frame.f_code.co_name}"
+
+
+class TrainingArgsWatch:
+    """Context manager: record transformers' ``TrainingArguments`` (or a subclass: trl's
+    configs) built with ``bf16`` where transformers finds no device that runs bfloat16 and
+    ``use_cpu`` (``no_cuda``) is not set: the setup transformers >= 4.52 refuses.
+
+    A ``sys.setprofile`` function reads the arguments as ``__post_init__`` starts (record only:
+    the refusal, if any, still happens there). Slows Python calls while active."""
+
+    def __init__(self):
+        self.found: list[Hazard] = []
+        self._code, self._bf16_device = _training_args_post_init()
+        self._previous = None
+
+    def __enter__(self):
+        self._previous = sys.getprofile()
+        if self._code is not None:
+            sys.setprofile(self._on_event)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        sys.setprofile(self._previous)
+
+    def _on_event(self, frame, event: str, arg) -> None:
+        if event != "call" or frame.f_code is not self._code or self.found:
+            return
+        try:
+            args = frame.f_locals["self"]
+            asked = [name for name in ("bf16", "bf16_full_eval") if getattr(args, name, False)]
+            on_cpu = getattr(args, "use_cpu", False) or getattr(args, "no_cuda", False)
+            if asked and not on_cpu and not self._bf16_device():
+                detail = f"{asked[0]}=True, use_cpu unset, and no device that runs bfloat16"
+                self.found.append(Hazard("bf16-without-device", type(args).__name__, detail))
+        except Exception:  # noqa: BLE001, S110 - watching must never break the model
+            pass
+
+
+def _training_args_post_init():
+    """transformers' ``TrainingArguments.__post_init__`` code and its own check for a device
+    with bfloat16 (``is_torch_bf16_gpu_available``: CUDA, XPU, NPU, MPS ...); None without it."""
+    try:
+        from transformers import TrainingArguments
+        from transformers.utils.import_utils import is_torch_bf16_gpu_available
+    except ImportError:
+        return None, None
+    return TrainingArguments.__post_init__.__code__, is_torch_bf16_gpu_available

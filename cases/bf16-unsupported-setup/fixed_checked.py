@@ -1,0 +1,37 @@
+"""bf16 asked only where the GPU supports it (`torch.cuda.is_bf16_supported()` checked first):
+on a host without one the step runs in float32."""
+
+import tempfile
+
+import torch
+from tiny_bf16_unsupported_setup import (
+    TokenDataset,
+    check_against_float32,
+    example_input_ids,
+    linear_outputs,
+    tiny_model,
+    torch_build,
+)
+from transformers import Trainer, TrainingArguments
+
+from shared.checks import record_device
+
+record_device(torch.device("cpu"), torch_build())
+model = tiny_model()
+input_ids = example_input_ids()
+# the fix: bf16 only where a GPU runs it (is_bf16_supported needs CUDA on old torch)
+bf16_ok = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+args = TrainingArguments(
+    output_dir=tempfile.mkdtemp(),
+    bf16=bf16_ok,
+    per_device_train_batch_size=1,
+    max_steps=1,
+    report_to="none",
+    save_strategy="no",
+)
+trainer = Trainer(model=model, args=args, train_dataset=TokenDataset(input_ids))
+with linear_outputs(model) as seen:
+    loss = trainer.train().training_loss
+print(f"the linear layers ran in {seen.names()}; loss {loss:.4f}")
+check_against_float32(seen, loss, input_ids, torch.bfloat16 if bf16_ok else torch.float32)
