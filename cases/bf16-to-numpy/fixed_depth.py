@@ -3,22 +3,20 @@ bfloat16 depth map to NumPy: fixed here by casting the depth to float32 before p
 
 import torch
 from tiny_bf16_to_numpy import example_image, tiny_depth_estimator, tiny_dpt_processor
-from transformers import DepthEstimationPipeline, pipeline
+from transformers import pipeline
 
 from shared.checks import compare_to_reference
-
-
-
-class Float32Postprocess(DepthEstimationPipeline):
-    def postprocess(self, model_outputs, **kwargs):
-        depth = model_outputs["predicted_depth"]
-        model_outputs["predicted_depth"] = depth.float()  # NumPy has no bfloat16
-        return super().postprocess(model_outputs, **kwargs)
-
 
 model = tiny_depth_estimator()
 estimator = pipeline("depth-estimation", model=model, image_processor=tiny_dpt_processor())
 reference = estimator(example_image())["predicted_depth"]  # float32, before the cast
+
+
+class Float32Postprocess(type(estimator)):  # DepthEstimationPipeline, casting before NumPy
+    def postprocess(self, model_outputs, **kwargs):
+        model_outputs["predicted_depth"] = model_outputs["predicted_depth"].float()
+        return super().postprocess(model_outputs, **kwargs)
+
 
 model.to(torch.bfloat16)  # what torch_dtype=torch.bfloat16 loads
 estimator = pipeline("depth-estimation", model=model, image_processor=tiny_dpt_processor(),

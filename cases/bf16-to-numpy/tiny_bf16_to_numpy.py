@@ -21,7 +21,8 @@ def tiny_image_classifier():
     quiet_hf_logging()
     tiny_seed(0)
     config = ViTConfig(image_size=IMAGE_SIZE, patch_size=8, hidden_size=32, num_hidden_layers=2,
-                       num_attention_heads=2, intermediate_size=64, num_labels=NUM_LABELS)  # fmt: skip
+                       num_attention_heads=2, intermediate_size=64,
+                       num_labels=NUM_LABELS)  # fmt: skip
     return ViTForImageClassification(config).eval()
 
 
