@@ -39,7 +39,8 @@ FINDERS = {
         watcher="NonFiniteGuard",
     ),
     "ops": Finder(
-        "OpWatch: the arguments of torch's attention, FFT and random calls, while it runs",
+        "OpWatch: the arguments of torch's attention, FFT and random calls and of "
+        "Tensor.numpy, while it runs",
         watcher="OpWatch",
     ),
     "fsdp": Finder(
@@ -127,6 +128,11 @@ HAZARDS = {
         "a torch.Generator on another device type than what it draws for (torch.randn's "
         "device; a pipeline's, where only a CPU generator may differ)",
         ("ops", "pipeline"),
+    ),
+    "bfloat16-to-numpy": HazardKind(
+        "bf16-to-numpy",
+        "a bfloat16 tensor handed to NumPy (Tensor.numpy): NumPy has no bfloat16",
+        ("ops",),
     ),
     "mixed-flat-param": HazardKind(
         "fsdp-lora-flat-dtype",

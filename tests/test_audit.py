@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from conftest import ROOT
@@ -139,6 +140,18 @@ def test_op_watch_records_a_half_fft_and_not_a_float32_one():
         with contextlib.suppress(RuntimeError):  # CPU torch refuses a bfloat16 FFT
             torch.fft.fftn(torch.randn(8, 8, dtype=torch.bfloat16))
     assert [(h.kind, h.where) for h in ops.found] == [("half-fft", "torch.fft.fftn")]
+
+
+def test_op_watch_records_a_bfloat16_tensor_handed_to_numpy_and_not_a_float16_one():
+    for to_numpy, where in ((torch.Tensor.numpy, "Tensor.numpy"), (np.asarray, "Tensor.__array__")):
+        with OpWatch() as ops:
+            to_numpy(torch.ones(2, dtype=torch.float16))
+            to_numpy(torch.ones(2))
+            assert ops.found == []
+            with contextlib.suppress(TypeError):  # NumPy has no bfloat16: torch refuses it
+                to_numpy(torch.ones(2, 3, dtype=torch.bfloat16))
+        assert [(h.kind, h.where) for h in ops.found] == [("bfloat16-to-numpy", where)]
+        assert ops.found[0].detail == "a bfloat16 tensor of shape (2, 3)"
 
 
 def test_op_watch_records_a_draw_from_a_generator_on_another_device_type():

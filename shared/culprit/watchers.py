@@ -38,11 +38,14 @@ class OpWatch(TorchFunctionMode):
     """Context manager: record the hazards that show in the arguments of torch calls (a
     ``TorchFunctionMode``, public API; each call runs unchanged): a float 0/1 mask given to
     ``scaled_dot_product_attention``, an FFT asked for in half precision, a random draw from a
-    generator on another device type. ``.found`` lists the first of each kind."""
+    generator on another device type, a bfloat16 tensor handed to NumPy (``Tensor.numpy``, or
+    ``Tensor.__array__`` from ``np.asarray``). ``.found`` lists the first of each kind."""
 
     FFTS = {getattr(torch.fft, name): name for name in (
         "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
         "rfftn", "irfftn", "hfft", "ihfft")}  # fmt: skip
+    # np.asarray(tensor) reaches Tensor.__array__, which calls .numpy() with this mode paused.
+    TO_NUMPY = {torch.Tensor.numpy: "Tensor.numpy", torch.Tensor.__array__: "Tensor.__array__"}
 
     def __init__(self):
         super().__init__()
@@ -55,6 +58,7 @@ class OpWatch(TorchFunctionMode):
             func in self.FFTS
             or func is F.scaled_dot_product_attention
             or isinstance(kwargs.get("generator"), torch.Generator)
+            or func in self.TO_NUMPY
         ):
             try:
                 self._inspect(func, args, kwargs)
@@ -71,6 +75,10 @@ class OpWatch(TorchFunctionMode):
                 self.found.append(
                     Hazard("float-attention-mask", "scaled_dot_product_attention", detail)
                 )
+        elif func in self.TO_NUMPY:
+            if "bfloat16-to-numpy" not in seen and args[0].dtype == torch.bfloat16:
+                detail = f"a bfloat16 tensor of shape {tuple(args[0].shape)}"
+                self.found.append(Hazard("bfloat16-to-numpy", self.TO_NUMPY[func], detail))
         elif isinstance(kwargs.get("generator"), torch.Generator):
             if "generator-device" not in seen:
                 self.found += _draw_on_another_device(func, args, kwargs)
