@@ -4,6 +4,7 @@ finds it (no torch here: the catalog validates ``case.toml``'s ``hazard`` agains
 Some patterns are in a model's tensors; others only show while it runs, in what it is fed or
 what it produces, so the harness's watchers record them (``shared.culprit``)."""
 
+import re
 from typing import NamedTuple
 
 
@@ -126,3 +127,101 @@ HAZARDS = {
         ("fsdp",),
     ),
 }
+
+# Hazards whose failure raises nothing (rounding, lost updates, a float mask, inf/NaN): a run
+# that holds one is reported even when it ends cleanly. The others end in an error where they
+# fail (a mismatch, a refused kernel), so a clean run holding one is no problem (autocast, say).
+SILENT_HAZARDS = frozenset({
+    "keep-in-fp32-cast-away", "rounded-buffer", "lossy-merge", "half-optimizer",
+    "non-finite-output", "float-attention-mask",
+})  # fmt: skip
+
+
+class Mechanism(NamedTuple):
+    text: str  # how it happened, as the diagnosis says it
+    case: str | None  # the case that documents it, where one does
+    family: str
+
+
+# How a mismatch or a non-finite value came about, as `python -m shared.culprit run` tells it
+# from where the tensor came from (the script, a model's output, model code) and what the module
+# is (an adapter, a submodule in another dtype than its model, one no model registers).
+MECHANISMS = {
+    "float64-data": Mechanism(
+        "float64 data (NumPy's default) reached float32/half weights: never cast at the boundary",
+        "float64-input", "dtype-mix",
+    ),
+    "meta-tensor": Mechanism(
+        "weights still on the meta device: made empty and never loaded", "meta-tensor-copy",
+        "meta-tensors",
+    ),
+    "not-registered": Mechanism(
+        "a module kept in a plain list or dict is not registered: .to()/.half() never reach it",
+        "omnilmm", "device-placement",
+    ),
+    "adapter-dtype": Mechanism(
+        "an adapter (LoRA, modules_to_save) kept in another dtype than the base it feeds",
+        "lora-adapter-dtype", "dtype-mix",
+    ),
+    "submodule-dtype": Mechanism(
+        "a submodule in another dtype than the rest of its model (cast by part, or kept float32)",
+        "minicpm", "dtype-mix",
+    ),
+    "submodule-not-moved": Mechanism(
+        "a submodule left on another device than the rest of its model", None,
+        "device-placement",
+    ),
+    "made-in-model": Mechanism(
+        "a tensor made in model code in the default dtype (float32), not the model's",
+        "onetrainer", "dtype-mix",
+    ),
+    "made-in-model-device": Mechanism(
+        "a tensor made in model code on the default device, not the model's", None,
+        "device-placement",
+    ),
+    "component-dtype": Mechanism(
+        "one model's output fed to another model (a pipeline component) in another dtype",
+        "pipeline-component-dtype", "dtype-mix",
+    ),
+    "input-not-cast": Mechanism(
+        "the input was never cast to the model's dtype", "xcomposer", "dtype-mix",
+    ),
+    "input-not-moved": Mechanism(
+        "the input was never moved to the model's device", "inputs-device", "device-placement",
+    ),
+    "op-operands": Mechanism(
+        "tensors of two dtypes met in a torch call that no module checks (model or user code)",
+        None, "dtype-mix",
+    ),
+    "op-operands-device": Mechanism(
+        "tensors on two devices met in a torch call that no module checks (model or user code)",
+        None, "device-placement",
+    ),
+    "overflow": Mechanism(
+        "overflow: a value past the dtype's range (float16's 65504) became inf, then NaN",
+        "sdxl-vae-fp16", "overflow",
+    ),
+    "overflow-backward": Mechanism(
+        "overflow in the backward pass: a gradient past the dtype's range", None,
+        "gradient-scaling",
+    ),
+}  # fmt: skip
+
+# Where one case documents a finding more closely than its mechanism's (or hazard's) own case:
+# (finding, regex over the module path or op, case). A mismatch is first matched against every
+# variant's documented `culprit` (case.toml) that names a path.
+DOCUMENTED_AT = [
+    ("failed-op", r"^index_put_?$", "index-put-embed-merge"),
+]
+
+
+def documented_case(finding: str, where: str, culprits) -> str | None:
+    """The case that documents ``finding`` at ``where``: a declared culprit that names a path
+    (``(regex, case)`` pairs; a bare class name says nothing of the model), then DOCUMENTED_AT."""
+    for pattern, case in culprits:
+        if r"\." in pattern and re.search(pattern, where):
+            return case
+    for kind, pattern, case in DOCUMENTED_AT:
+        if kind == finding and re.search(pattern, where):
+            return case
+    return None

@@ -136,6 +136,7 @@ class MismatchGuard(_ModuleWatch):
         self.mismatches: list[Mismatch] = []
         self.errors: list[str] = []  # checks that failed themselves (record mode), for the record
         self._culprits: list[nn.Module] = []  # the module of each mismatch, for resolve_paths
+        self.first_input: torch.Tensor | None = None  # the tensor of the first mismatch
 
     @property
     def first(self) -> Mismatch | None:
@@ -161,30 +162,7 @@ class MismatchGuard(_ModuleWatch):
             self.errors.append(f"{self._names.get(module, type(module).__name__)}: {exc!r}")
 
     def _judge(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
-        # In a module accelerate dispatched (its `_hf_hook`), weights on "meta" are placeholders
-        # that the hook loads just before the call: nothing a real input could mismatch.
-        placeholders = hasattr(module, "_hf_hook")
-        params = [
-            (name, param)
-            for name, param in module.named_parameters(recurse=False)
-            if param.is_floating_point() and not (placeholders and param.device.type == "meta")
-        ]
-        if not params:
-            return
-        dtypes = {param.dtype for _, param in params}
-        devices = {param.device for _, param in params}
-        for role, tensor in _tensor_inputs(module, args, kwargs):
-            if _autocast_enabled(tensor.device.type):
-                continue
-            dtype_differs = tensor.is_floating_point() and tensor.dtype not in dtypes
-            if not dtype_differs and tensor.device in devices:
-                continue
-            # Name the first parameter that disagrees in what differs.
-            name, param = next(
-                (name, param)
-                for name, param in params
-                if param.device != tensor.device or (dtype_differs and param.dtype != tensor.dtype)
-            )
+        for role, tensor, name, param in mismatched_inputs(module, args, kwargs):
             mismatch = Mismatch(
                 self._names[module], type(module).__name__, role,
                 _dtype_name(tensor.dtype), str(tensor.device),
@@ -192,8 +170,14 @@ class MismatchGuard(_ModuleWatch):
             )  # fmt: skip
             if self.raise_on_mismatch:
                 raise DtypeDeviceMismatch(mismatch)
+            if not self.mismatches:
+                self.first_input = tensor  # what was fed: where it came from tells the cause
             self.mismatches.append(mismatch)
             self._culprits.append(module)
+
+    @property
+    def first_module(self) -> nn.Module | None:
+        return self._culprits[0] if self._culprits else None
 
     def resolve_paths(self) -> None:
         """Re-name the recorded mismatches by their path from the outermost model holding them.
@@ -206,6 +190,38 @@ class MismatchGuard(_ModuleWatch):
         for index, module in enumerate(self._culprits):
             full_path = _full_path(module, parents)
             self.mismatches[index] = dataclasses.replace(self.mismatches[index], module=full_path)
+
+
+def mismatched_inputs(module: nn.Module, args: tuple, kwargs: dict) -> Iterator[tuple]:
+    """The one mismatch check: (role, tensor, parameter name, parameter) for each tensor input of
+    a call whose device, or (floating-point inputs) dtype, matches none of ``module``'s own
+    floating-point parameters. Skipped while autocast is on for the input's device type (it
+    mixes dtypes on purpose)."""
+    # In a module accelerate dispatched (its `_hf_hook`), weights on "meta" are placeholders
+    # that the hook loads just before the call: nothing a real input could mismatch.
+    placeholders = hasattr(module, "_hf_hook")
+    params = [
+        (name, param)
+        for name, param in module.named_parameters(recurse=False)
+        if param.is_floating_point() and not (placeholders and param.device.type == "meta")
+    ]
+    if not params:
+        return
+    dtypes = {param.dtype for _, param in params}
+    devices = {param.device for _, param in params}
+    for role, tensor in _tensor_inputs(module, args, kwargs):
+        if _autocast_enabled(tensor.device.type):
+            continue
+        dtype_differs = tensor.is_floating_point() and tensor.dtype not in dtypes
+        if not dtype_differs and tensor.device in devices:
+            continue
+        # Name the first parameter that disagrees in what differs.
+        name, param = next(
+            (name, param)
+            for name, param in params
+            if param.device != tensor.device or (dtype_differs and param.dtype != tensor.dtype)
+        )
+        yield role, tensor, name, param
 
 
 def _autocast_enabled(device_type: str) -> bool:
