@@ -128,13 +128,23 @@ HAZARDS = {
     ),
 }
 
-# Hazards whose failure raises nothing (rounding, lost updates, a float mask, inf/NaN): a run
-# that holds one is reported even when it ends cleanly. The others end in an error where they
-# fail (a mismatch, a refused kernel), so a clean run holding one is no problem (autocast, say).
+# Hazards whose failure raises nothing (lost updates, a float mask, inf/NaN): a run that holds
+# one is reported even when it ends cleanly. The others end in an error where they fail (a
+# mismatch, a refused kernel), so a clean run holding one is no problem (autocast, say). A RoPE
+# buffer rounded to half costs precision only at long positions: a run cannot tell whether it
+# decided anything, so it is a note (fixed variants cast whole models and stay within tolerance).
 SILENT_HAZARDS = frozenset({
-    "keep-in-fp32-cast-away", "rounded-buffer", "lossy-merge", "half-optimizer",
-    "non-finite-output", "float-attention-mask",
+    "keep-in-fp32-cast-away", "lossy-merge", "half-optimizer", "non-finite-output",
+    "float-attention-mask",
 })  # fmt: skip
+NOTED_HAZARDS = frozenset({"rounded-buffer"})
+# ... unless the run fed sequences this long: RoPE's angle is position * inv_freq, so a rounded
+# inv_freq (bfloat16 keeps 8 significant bits: relative error up to 2**-8) puts the angle a whole
+# radian off from about 256 positions on (rope-bf16: 3000 tokens, cos off by 0.52).
+SEQUENCE_DECIDES = {"rounded-buffer": 256}
+# A hazard that many working models hold on a recent torch (float16 on the CPU): it names a
+# failing run's cause only through the call that raised (a kernel missing for Half).
+UNDECIDED = frozenset({"half-on-cpu"})
 
 
 class Mechanism(NamedTuple):
@@ -197,9 +207,21 @@ MECHANISMS = {
         "tensors on two devices met in a torch call that no module checks (model or user code)",
         None, "device-placement",
     ),
+    "offload-moved": Mechanism(
+        "a model dispatched with offload (device_map) was moved or cast afterwards: accelerate's "
+        "hooks own its placement", "offload-move", "offload",
+    ),
+    "quantized-moved": Mechanism(
+        "a quantized model (bitsandbytes) was cast or moved: its weights' dtype is the "
+        "quantization's", "bnb-quantized-to", "quantization",
+    ),
+    "half-kernel-missing": Mechanism(
+        "float16 on the CPU: this torch has no CPU kernel of the op for Half", "cpu-fp16-kernels",
+        "unsupported-dtype",
+    ),
     "overflow": Mechanism(
         "overflow: a value past the dtype's range (float16's 65504) became inf, then NaN",
-        "sdxl-vae-fp16", "overflow",
+        None, "overflow",
     ),
     "overflow-backward": Mechanism(
         "overflow in the backward pass: a gradient past the dtype's range", None,
@@ -212,16 +234,31 @@ MECHANISMS = {
 # variant's documented `culprit` (case.toml) that names a path.
 DOCUMENTED_AT = [
     ("failed-op", r"^index_put_?$", "index-put-embed-merge"),
+    # The overflows the cases document, by the library class where they happen.
+    ("non-finite", r"^Gemma3", "gemma3-fp16-overflow"),
+    ("non-finite", r"^T5", "t5-half"),
+    ("non-finite", r"^UNet2DConditionModel\..*\.attn\d$", "sd21-upcast-attention"),
+    ("non-finite", r"^AutoencoderKL\.decoder\.", "sdxl-vae-fp16"),
+    # FSDP2 (fully_shard makes the class FSDP<Model>) refuses a unit of two dtypes.
+    ("float32-in-half", r"^FSDP", "fsdp-lora-flat-dtype"),
+    # A RoPE buffer that FSDP's MixedPrecision(buffer_dtype=...) casts every forward.
+    ("rounded-buffer", r"_fsdp_wrapped_module\.", "fsdp-buffer-dtype-rope"),
 ]
 
 
+def documented_cases(finding: str, where: str, culprits) -> list[str]:
+    """The cases that document ``finding`` at ``where``: each declared culprit matching it
+    (``(regex, case)`` pairs; one naming a bare class matches only a module no model holds,
+    named by its class alone), then DOCUMENTED_AT."""
+    found = [
+        case for pattern, case in culprits
+        if (r"\." in pattern or "." not in where) and re.search(pattern, where)
+    ]  # fmt: skip
+    found += [case for kind, pattern, case in DOCUMENTED_AT
+              if kind == finding and re.search(pattern, where)]  # fmt: skip
+    return list(dict.fromkeys(found))
+
+
 def documented_case(finding: str, where: str, culprits) -> str | None:
-    """The case that documents ``finding`` at ``where``: a declared culprit that names a path
-    (``(regex, case)`` pairs; a bare class name says nothing of the model), then DOCUMENTED_AT."""
-    for pattern, case in culprits:
-        if r"\." in pattern and re.search(pattern, where):
-            return case
-    for kind, pattern, case in DOCUMENTED_AT:
-        if kind == finding and re.search(pattern, where):
-            return case
-    return None
+    """The first of :func:`documented_cases`, or None."""
+    return next(iter(documented_cases(finding, where, culprits)), None)

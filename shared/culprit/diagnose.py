@@ -46,7 +46,16 @@ from shared.culprit.guards import (
     _tensors,
 )
 from shared.culprit.watchers import TORCH_DIR, FailedOp, OpWatch, seen_hazards
-from shared.hazards import HAZARDS, MECHANISMS, SILENT_HAZARDS, documented_case
+from shared.hazards import (
+    HAZARDS,
+    MECHANISMS,
+    NOTED_HAZARDS,
+    SEQUENCE_DECIDES,
+    SILENT_HAZARDS,
+    UNDECIDED,
+    documented_case,
+    documented_cases,
+)
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "cases"  # in a clone; absent when installed
 HERE = str(Path(__file__).resolve().parent)
@@ -87,12 +96,15 @@ class Diagnosis:
         self._given: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # outermost in
         self._returned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # ... out
         self._roots: weakref.WeakSet = weakref.WeakSet()  # modules called outermost
+        self.watchers = (self.guard, self.values, self.ops)
         self._stack = contextlib.ExitStack()
         self._active = False
+        self.seen: list[dict] = []  # noted hazards (NOTED_HAZARDS) of the models held
+        self.longest = 0  # the longest sequence of integer ids an outermost call was given
 
     def __enter__(self):
         stack = self._stack.__enter__()
-        for watcher in (self.guard, self.values, self.ops):
+        for watcher in self.watchers:
             stack.enter_context(watcher)
         for handle in (
             torch_module.register_module_forward_pre_hook(self._entering),
@@ -128,6 +140,8 @@ class Diagnosis:
             for value in (*args, *kwargs.values()):
                 for tensor in _tensors(value):
                     self._given[id(tensor)] = tensor
+                    if not tensor.is_floating_point() and tensor.dim() >= 1:  # token ids
+                        self.longest = max(self.longest, tensor.shape[-1])
             for tensor in _tensors(output):
                 self._returned[id(tensor)] = tensor
 
@@ -145,7 +159,10 @@ class Diagnosis:
 
     def notes(self) -> list[str]:
         """What this process could not watch, said plainly (never a verdict)."""
-        found = []
+        found = [
+            f"hazard seen, not decided by this run: {h['kind']} at {h['where']}: {h['detail']} "
+            f"(cases/{h['case']})" for h in self.seen
+        ]
         if self.spawned:
             found.append(
                 f"the script started other processes ({', '.join(sorted(set(self.spawned)))}): "
@@ -158,36 +175,47 @@ class Diagnosis:
             )
         return found
 
-    def problem(self, namespace: dict | None = None, raised: BaseException | None = None):
+    def problem(self, namespace: dict | None = None, raised: BaseException | None = None,
+                *watchers):  # fmt: skip
         """The first problem this run showed, or None. ``namespace``: the script's globals (its
         models, pipelines and optimizers, audited with every model it called); ``raised``: the
-        exception that ended it, if any. Call while its models are alive."""
+        exception that ended it, if any; ``watchers``: others that watched the run (their
+        hazards count). Call while its models are alive.
+
+        A run that failed: the first mismatch, else a torch call that raised on operands of two
+        dtypes or devices, else a model whose placement a library owns moved, else the first
+        inf/NaN producer, else a hazard. A run that ended cleanly: a hazard whose failure raises
+        nothing, else the first inf/NaN producer (a mismatch there was handled by the module
+        itself: T5's norms cast their input)."""
         self.guard.resolve_paths()
         self.values.resolve_paths()
         failing = raised is not None and not isinstance(raised, (SystemExit, KeyboardInterrupt))
-        if failing or self.guard.first is not None:
-            found = self._mismatch() or self._failed_op()
+        namespace = {**(namespace or {}), **self._called_roots()}
+        held = held_hazards(namespace, self.ops, *watchers)
+        decided = {kind for kind, ceiling in SEQUENCE_DECIDES.items() if self.longest >= ceiling}
+        silent = [h for h in held if h["kind"] in SILENT_HAZARDS or h["kind"] in decided]
+        loud = [h for h in held if h["kind"] not in SILENT_HAZARDS | NOTED_HAZARDS | UNDECIDED]
+        self.seen = [h for h in held if h["kind"] in NOTED_HAZARDS and h not in silent]
+        if failing:
+            found = (self._mismatch(held) or self._failed_op() or _owned_placement(raised)
+                     or (self._non_finite() if self.values.first is not None else None))
             if found:
                 return found
-        held = held_hazards({**(namespace or {}), **self._called_roots()}, self.ops)
-        silent = [h for h in held if h["kind"] in SILENT_HAZARDS]
-        loud = [h for h in held if h["kind"] not in SILENT_HAZARDS]
-        if self.values.first is not None and not silent:
-            return self._non_finite()
+            if loud or silent:
+                return _hazard_problem((loud or silent)[0])
+            return _unexplained(raised)
         if silent:
             return _hazard_problem(silent[0])
+        if self.values.first is not None:
+            return self._non_finite()
         if self.values.first_gradient is not None:
             return self._non_finite_gradient()
-        if failing and loud:
-            return _hazard_problem(loud[0])
-        if failing:
-            return _unexplained(raised)
         return None
 
     def _called_roots(self) -> dict:
         return {f"<{type(m).__name__} called>": m for m in list(self._roots)}
 
-    def _mismatch(self) -> Problem | None:
+    def _mismatch(self, held: list[dict]) -> Problem | None:
         first, module, tensor = self.guard.first, self.guard.first_module, self.guard.first_input
         if first is None or module is None:
             return None
@@ -207,7 +235,12 @@ class Diagnosis:
             mechanism = "adapter-dtype"
         else:
             mechanism = self._origin(first, module, tensor)
-        case = documented_case("mismatch", where, _declared_culprits()) or MECHANISMS[mechanism].case
+        # Two cases may document the same module (a VAE's post_quant_conv): the one whose own
+        # hazard this run holds (a pipeline of mixed dtypes) is it.
+        found_kinds = {h["kind"] for h in held}
+        candidates = documented_cases("mismatch", where, _declared_culprits())
+        case = next((c for c in candidates if case_facts(c).get("hazard") in found_kinds),
+                    candidates[0] if candidates else MECHANISMS[mechanism].case)  # fmt: skip
         return _problem("mismatch", where, creation, detail, mechanism, case)
 
     def _origin(self, first, module: nn.Module, tensor) -> str:
@@ -242,6 +275,8 @@ class Diagnosis:
             mechanism = "float64-data"
         elif len(dtypes) > 1 or len(devices) > 1:
             mechanism = "op-operands-device" if len(devices) > 1 else "op-operands"
+        elif dtypes == {"float16"} and devices == {"cpu"} and "Half" in failed.error:
+            mechanism = "half-kernel-missing"  # "... not implemented for 'Half'" on the CPU
         else:
             return None  # one dtype, one device: this call's own refusal, not a mismatch
         where = failed.op
@@ -299,9 +334,11 @@ def held_hazards(namespace: dict, *watchers) -> list[dict]:
 
 
 def _named(name: str, find, *subjects) -> list[dict]:
-    """``find(*subjects)`` as records naming what they were found in."""
+    """``find(*subjects)`` as records naming what they were found in (and its class)."""
     try:
-        return [{"model": name, "case": h.case, **dataclasses.asdict(h)} for h in find(*subjects)]
+        kind = type(subjects[0]).__name__ if subjects else ""
+        return [{"model": name, "model_class": kind, "case": h.case, **dataclasses.asdict(h)}
+                for h in find(*subjects)]  # fmt: skip
     except Exception:  # noqa: BLE001 - auditing must never break a verdict
         return []
 
@@ -317,11 +354,49 @@ def _problem(kind, where, creation, detail, mechanism, case) -> Problem:
 
 
 def _hazard_problem(record: dict) -> Problem:
-    case = documented_case(record["kind"], record["where"], ()) or record["case"]
+    where = f"{record.get('model_class', '')}.{record['where']}"
+    case = documented_case(record["kind"], where, ()) or record["case"]
     return Problem(
         record["kind"], record["where"], "", None, record["detail"],
         HAZARDS[record["kind"]].meaning, case, case_facts(case).get("family"),
     )  # fmt: skip
+
+
+# Module methods that move or cast a whole model.
+MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "type"})
+
+
+def _owned_placement(raised: BaseException) -> Problem | None:
+    """The exception came out of moving or casting a model whose placement or dtype a library
+    owns: dispatched with offload (accelerate's device_map), or quantized (bitsandbytes)."""
+    tb, script_line = raised.__traceback__, ("?", None)
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_globals.get("__name__") == "__main__":
+            script_line = (frame.f_code.co_filename, tb.tb_lineno)
+        owner, move = frame.f_locals.get("self"), frame.f_code.co_name
+        if not (move in MOVES and isinstance(owner, nn.Module)):
+            # accelerate's dispatch_model wraps model.to/.cuda/...: `fn` and `model` are local
+            owner = frame.f_locals.get("model")
+            move = getattr(frame.f_locals.get("fn"), "__name__", "")
+        if move in MOVES and isinstance(owner, nn.Module):
+            device_map = getattr(owner, "hf_device_map", None) or {}
+            offloaded = sorted({str(d) for d in device_map.values()} & {"cpu", "disk"})
+            quantized = sorted({type(p).__name__ for p in owner.parameters()}
+                               & {"Params4bit", "Int8Params"})  # fmt: skip
+            if offloaded and len(set(map(str, device_map.values()))) > 1 or "disk" in offloaded:
+                mechanism, what = "offload-moved", f"device_map offloads to {', '.join(offloaded)}"
+            elif quantized or getattr(owner, "is_quantized", False):
+                mechanism, what = "quantized-moved", f"{', '.join(quantized) or 'quantized'} weights"
+            else:
+                tb = tb.tb_next
+                continue
+            text = str(raised).splitlines()[0] if str(raised) else ""
+            detail = f".{move}() on {type(owner).__name__} ({what}): {text}"
+            return _problem("moved", type(owner).__name__, script_line, detail, mechanism,
+                            MECHANISMS[mechanism].case)  # fmt: skip
+        tb = tb.tb_next
+    return None
 
 
 def _unexplained(raised: BaseException) -> Problem:
@@ -431,8 +506,9 @@ def _read_case(case: str) -> dict:
             section = re.search(r"^## Fix\n+(.+?)(?:\n\n|\n```|\Z)", readme, re.M | re.S)
             if section:
                 text = " ".join(section.group(1).split())
-                fix = re.split(r"(?<=[.;])\s", text)[0][:200]
-    return {"family": table.get("family"), "fix": fix, "title": table.get("title", "")}
+                fix = re.split(r"(?<=\.)\s", text)[0][:200]
+    return {"family": table.get("family"), "fix": fix, "title": table.get("title", ""),
+            "hazard": table.get("hazard")}
 
 
 def _declared_culprits() -> list[tuple[str, str]]:

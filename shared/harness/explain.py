@@ -150,6 +150,12 @@ _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 _WORD = re.compile(r"[a-z][a-z0-9_]*|<pad>|\d+[a-z]+", re.IGNORECASE)
 MIN_CORRECTABLE, SPELLING_CUTOFF = 5, 85  # a shorter word is too easily another one
 SYMPTOM_MIN_SCORE, FAMILY_MIN_SCORE = 2.0, 2.0  # BM25 scores below which nothing fits
+# Where the paste cannot decide, the user's own run can: every family answer says how (the
+# site's search box shows the same line, from catalog_index).
+DIAGNOSE_LINE = (
+    "or run your script unmodified under the gallery's watchers: python -m shared.culprit run "
+    "SCRIPT [ARGS...] (nox -s diagnose -- SCRIPT); it names the module, the mechanism and the case"
+)
 GUARD_LINES = {
     "nan": ("from shared.culprit import NonFiniteGuard   # the gallery's shared/culprit/",
             "with NonFiniteGuard(model, gradients=True) as guard: step(batch)   # forward, backward",
@@ -761,6 +767,7 @@ def describe_family(found: Answer) -> str:
     if family in ("dtype-mix", "device-placement", "overflow"):
         lines.append("  find which on your model: wrap one step, the report names the module:")
         lines += [f"      {line}" for line in guard]
+    lines.append(f"  {DIAGNOSE_LINE}")
     if family == "overflow":
         lines.append("  then compute that module in bfloat16 or float32 (bf16 keeps float32's range)")
     if family == "unsupported-dtype":
@@ -802,6 +809,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "cases": answers,
         "families": {f: family_description(f) for f in sorted({*FAMILIES, *EXTRA_FAMILIES})},
         "family_messages": FAMILY_MESSAGES,
+        "diagnose_line": DIAGNOSE_LINE,
         "unordered": UNORDERED.pattern,
         "sd2": SD2.pattern,  # case-insensitive
         "integer_dtypes": INTEGER_DTYPES.pattern,

@@ -379,7 +379,8 @@
     } else {
       status.textContent = `family ${found.name}: ${index.families[found.name]} (${found.sureness})`;
       item.textContent = (found.candidates.length ? "cases: " + found.candidates.join(", ") + ". " : "") +
-        "Wrap one step in shared.culprit's MismatchGuard (NonFiniteGuard for NaN): it names the module.";
+        "Wrap one step in shared.culprit's MismatchGuard (NonFiniteGuard for NaN): it names the module; " +
+        index.diagnose_line + ".";
     }
     list.append(item);
   }
