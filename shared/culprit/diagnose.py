@@ -622,7 +622,17 @@ def _raising_globals(exc: BaseException, target: str) -> dict:
 
 
 def _from_script(tb):
-    """The traceback from the script's first frame on (runpy's and ours left out)."""
+    """The traceback from the script's first frame on, as Python would print it: runpy's frames
+    and the watchers' (``__tracebackhide__``: OpWatch passing each call on) left out."""
     while tb is not None and tb.tb_frame.f_globals.get("__name__") != "__main__":
         tb = tb.tb_next
-    return tb
+    shown = []
+    while tb is not None:
+        if not tb.tb_frame.f_locals.get("__tracebackhide__"):
+            shown.append(tb)
+        tb = tb.tb_next
+    for outer, inner in zip(shown, shown[1:]):
+        outer.tb_next = inner
+    if shown:
+        shown[-1].tb_next = None
+    return shown[0] if shown else None
