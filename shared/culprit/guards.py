@@ -5,6 +5,7 @@ output became inf/NaN from finite inputs).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import inspect
@@ -39,6 +40,13 @@ class Mismatch:
             f"{_error_name(self.input_dtype)} on {self.input_device} vs {self.parameter} "
             f"{_error_name(self.parameter_dtype)} on {self.parameter_device}"
         )
+
+
+def _unwatched():
+    """A guard's own tensor checks run outside any TorchFunctionMode (the OpWatch of a
+    diagnosis): the mode is there to watch the script's calls, not the guards' own."""
+    disable = getattr(torch._C, "DisableTorchFunction", None)
+    return disable() if disable is not None else contextlib.nullcontext()
 
 
 def _error_name(dtype: str) -> str:
@@ -153,7 +161,8 @@ class MismatchGuard(_ModuleWatch):
 
     def _check(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         try:
-            self._judge(module, args, kwargs)
+            with _unwatched():
+                self._judge(module, args, kwargs)
         except DtypeDeviceMismatch:
             raise
         except Exception as exc:  # noqa: BLE001 - watching must never break the model it watches
@@ -332,10 +341,14 @@ class NonFiniteGuard(_ModuleWatch):
 
     def _gradient_check(self, where: str):
         def check(grad: torch.Tensor) -> None:
-            if self.first_gradient is not None or bool(torch.isfinite(grad).all()):
+            if self.first_gradient is not None:
                 return
+            with _unwatched():
+                if bool(torch.isfinite(grad).all()):
+                    return
+                bad = int((~torch.isfinite(grad)).sum())
             self.first_gradient = NonFiniteGradient(
-                where, _dtype_name(grad.dtype), int((~torch.isfinite(grad)).sum()), grad.numel()
+                where, _dtype_name(grad.dtype), bad, grad.numel()
             )
 
         return check
@@ -343,6 +356,10 @@ class NonFiniteGuard(_ModuleWatch):
     def _on_return(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         if self.first is not None:
             return
+        with _unwatched():
+            self._judge_output(module, args, kwargs, output)
+
+    def _judge_output(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         try:
             outputs = [t for t in _tensors(output) if t.is_floating_point()]
             bad = [t for t in outputs if not bool(torch.isfinite(t).all())]
