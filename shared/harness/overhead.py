@@ -24,7 +24,7 @@ ROUNDS = 10
 
 
 def first_model_call(script) -> tuple:
-    """(module, args, kwargs) of the first outermost module call ``script`` makes."""
+    """(module, args, kwargs) of the first outermost module call ``script`` completes."""
     import torch
     from torch.nn.modules import module as torch_module
 
@@ -32,14 +32,16 @@ def first_model_call(script) -> tuple:
 
     def entering(module, args):
         depth[0] += 1
-        if depth[0] == 1 and not calls:
-            calls.append((module, args))
 
     def leaving(module, args, *rest):
         depth[0] -= 1
+        kwargs = rest[0] if len(rest) == 2 else {}  # keyword arguments too (from_pretrained's)
+        if depth[0] == 0 and not calls:
+            calls.append((module, args, kwargs))
 
     handles = [torch_module.register_module_forward_pre_hook(entering),
-               torch_module.register_module_forward_hook(leaving, always_call=True)]  # fmt: skip
+               torch_module.register_module_forward_hook(leaving, with_kwargs=True,
+                                                         always_call=True)]  # fmt: skip
     sys.path.insert(0, str(script.parent))
     os.environ[HARNESS_VARIABLE] = "1"  # no by-hand verdict line
     try:
@@ -50,10 +52,10 @@ def first_model_call(script) -> tuple:
     finally:
         for handle in handles:
             handle.remove()
-    return calls[0] if calls else (None, ())
+    return calls[0] if calls else (None, (), {})
 
 
-def seconds(module, args, diagnosis) -> tuple[float, float]:
+def seconds(module, args, kwargs, diagnosis) -> tuple[float, float]:
     """The fastest of ROUNDS passes bare (before and after) and under ``diagnosis`` (after one
     pass that meets the modules): a loaded machine slows some passes; the fastest is the least
     disturbed."""
@@ -63,15 +65,15 @@ def seconds(module, args, diagnosis) -> tuple[float, float]:
         times = []
         for _ in range(ROUNDS):
             started = time.perf_counter()
-            module(*args)
+            module(*args, **kwargs)
             times.append(time.perf_counter() - started)
         return min(times)
 
     with torch.no_grad():
-        module(*args)  # warm
+        module(*args, **kwargs)  # warm
         bare = fastest()
         with diagnosis:
-            module(*args)
+            module(*args, **kwargs)
             diagnosed = fastest()
         bare = min(bare, fastest())
     return bare, diagnosed
@@ -83,11 +85,11 @@ def main(case_name: str) -> None:
     case = load_case(case_name)
     variant = next(v for v in case.variants if v.expectation.expect == "pass"
                    and not v.requires.cuda and not v.requires.gpus and v.launcher == "python")
-    module, args = first_model_call(variant.script)
+    module, args, kwargs = first_model_call(variant.script)
     if module is None:
         print(json.dumps({"case": case_name, "model": None}))
         return
-    bare, diagnosed = seconds(module, args, Diagnosis())
+    bare, diagnosed = seconds(module, args, kwargs, Diagnosis())
     print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
                       "bare_s": bare, "diagnosed_s": diagnosed}))  # fmt: skip
 
