@@ -14,6 +14,7 @@
   `python -m shared.harness matrix table --case minicpm`.
 - `bisect`: the first release of a library where a variant's verdict changes (not by default).
 - `explain`: which documented case an error message, a traceback or a symptom is.
+- `diagnose`: run your own script under the gallery's watchers (`-- SCRIPT [ARGS...]`).
 - `benchmark`: time the gallery against a bare import of its libraries (not run by default).
 
 Pins live in pyproject.toml's dependency groups. With `--no-venv` nothing is installed: the
@@ -192,6 +193,18 @@ def explain(session: nox.Session) -> None:
         session.error('usage: nox -s explain -- "RuntimeError: ..." (or -- --file traceback.txt)')
     install_group(session, "explain")  # the catalog, the matrix store, retrieval: no torch
     session.run("python", "-m", "shared.harness", "explain", *session.posargs)
+
+
+@nox.session(default=False)
+def diagnose(session: nox.Session) -> None:
+    """Run your own script under the gallery's watchers: the module, the cause, the case and
+    its fix: nox -s diagnose -- SCRIPT [ARGS...] (--no-venv: in your own environment)."""
+    if not session.posargs:
+        session.error("usage: nox -s diagnose -- [--backward] [--json FILE] SCRIPT [ARGS...]")
+    install_group(session, "cases")
+    session.chdir(session.invoked_from)  # the script's paths are the user's, from where they are
+    session.run("python", "-m", "gallery_diagnose", *session.posargs,
+                env={"PYTHONPATH": str(ROOT)})  # fmt: skip
 
 
 @nox.session(default=False)

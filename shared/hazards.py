@@ -4,6 +4,7 @@ finds it (no torch here: the catalog validates ``case.toml``'s ``hazard`` agains
 Some patterns are in a model's tensors; others only show while it runs, in what it is fed or
 what it produces, so the harness's watchers record them (``shared.culprit``)."""
 
+import re
 from typing import NamedTuple
 
 
@@ -151,3 +152,138 @@ HAZARDS = {
         ("training-args",),
     ),
 }
+
+# Hazards whose failure raises nothing (lost updates, a float mask, inf/NaN): a run that holds
+# one is reported even when it ends cleanly. The others end in an error where they fail (a
+# mismatch, a refused kernel), so a clean run holding one is no problem (autocast, say). A RoPE
+# buffer rounded to half costs precision only at long positions: a run cannot tell whether it
+# decided anything, so it is a note (fixed variants cast whole models and stay within tolerance).
+SILENT_HAZARDS = frozenset({
+    "keep-in-fp32-cast-away", "lossy-merge", "half-optimizer", "non-finite-output",
+    "float-attention-mask",
+})  # fmt: skip
+NOTED_HAZARDS = frozenset({"rounded-buffer"})
+# ... unless the run fed sequences this long: RoPE's angle is position * inv_freq, so a rounded
+# inv_freq (bfloat16 keeps 8 significant bits: relative error up to 2**-8) puts the angle a whole
+# radian off from about 256 positions on (rope-bf16: 3000 tokens, cos off by 0.52).
+SEQUENCE_DECIDES = {"rounded-buffer": 256}
+# A hazard that many working models hold on a recent torch (float16 on the CPU): it names a
+# failing run's cause only through the call that raised (a kernel missing for Half).
+UNDECIDED = frozenset({"half-on-cpu"})
+
+
+class Mechanism(NamedTuple):
+    text: str  # how it happened, as the diagnosis says it
+    case: str | None  # the case that documents it, where one does
+    family: str
+
+
+# How a mismatch or a non-finite value came about, as `python -m shared.culprit run` tells it
+# from where the tensor came from (the script, a model's output, model code) and what the module
+# is (an adapter, a submodule in another dtype than its model, one no model registers).
+MECHANISMS = {
+    "float64-data": Mechanism(
+        "float64 data (NumPy's default) reached float32/half weights: never cast at the boundary",
+        "float64-input", "dtype-mix",
+    ),
+    "meta-tensor": Mechanism(
+        "weights still on the meta device: made empty and never loaded", "meta-tensor-copy",
+        "meta-tensors",
+    ),
+    "not-registered": Mechanism(
+        "a module kept in a plain list or dict is not registered: .to()/.half() never reach it",
+        "omnilmm", "device-placement",
+    ),
+    "adapter-dtype": Mechanism(
+        "an adapter (LoRA, modules_to_save) kept in another dtype than the base it feeds",
+        "lora-adapter-dtype", "dtype-mix",
+    ),
+    "submodule-dtype": Mechanism(
+        "a submodule in another dtype than the rest of its model (cast by part, or kept float32)",
+        "minicpm", "dtype-mix",
+    ),
+    "submodule-not-moved": Mechanism(
+        "a submodule left on another device than the rest of its model", None,
+        "device-placement",
+    ),
+    "made-in-model": Mechanism(
+        "a tensor made in model code in the default dtype (float32), not the model's",
+        "onetrainer", "dtype-mix",
+    ),
+    "made-in-model-device": Mechanism(
+        "a tensor made in model code on the default device, not the model's", None,
+        "device-placement",
+    ),
+    "component-dtype": Mechanism(
+        "one model's output fed to another model (a pipeline component) in another dtype",
+        "pipeline-component-dtype", "dtype-mix",
+    ),
+    "input-not-cast": Mechanism(
+        "the input was never cast to the model's dtype", "xcomposer", "dtype-mix",
+    ),
+    "input-not-moved": Mechanism(
+        "the input was never moved to the model's device", "inputs-device", "device-placement",
+    ),
+    "op-operands": Mechanism(
+        "tensors of two dtypes met in a torch call that no module checks (model or user code)",
+        None, "dtype-mix",
+    ),
+    "op-operands-device": Mechanism(
+        "tensors on two devices met in a torch call that no module checks (model or user code)",
+        None, "device-placement",
+    ),
+    "offload-moved": Mechanism(
+        "a model dispatched with offload (device_map) was moved or cast afterwards: accelerate's "
+        "hooks own its placement", "offload-move", "offload",
+    ),
+    "quantized-moved": Mechanism(
+        "a quantized model (bitsandbytes) was cast or moved: its weights' dtype is the "
+        "quantization's", "bnb-quantized-to", "quantization",
+    ),
+    "half-kernel-missing": Mechanism(
+        "float16 on the CPU: this torch has no CPU kernel of the op for Half", "cpu-fp16-kernels",
+        "unsupported-dtype",
+    ),
+    "overflow": Mechanism(
+        "overflow: a value past the dtype's range (float16's 65504) became inf, then NaN",
+        None, "overflow",
+    ),
+    "overflow-backward": Mechanism(
+        "overflow in the backward pass: a gradient past the dtype's range", None,
+        "gradient-scaling",
+    ),
+}  # fmt: skip
+
+# Where one case documents a finding more closely than its mechanism's (or hazard's) own case:
+# (finding, regex over the module path or op, case). A mismatch is first matched against every
+# variant's documented `culprit` (case.toml) that names a path.
+DOCUMENTED_AT = [
+    ("failed-op", r"^index_put_?$", "index-put-embed-merge"),
+    # The overflows the cases document, by the library class where they happen.
+    ("non-finite", r"^Gemma3", "gemma3-fp16-overflow"),
+    ("non-finite", r"^T5", "t5-half"),
+    ("non-finite", r"^UNet2DConditionModel\..*\.attn\d$", "sd21-upcast-attention"),
+    ("non-finite", r"^AutoencoderKL\.decoder\.", "sdxl-vae-fp16"),
+    # FSDP2 (fully_shard makes the class FSDP<Model>) refuses a unit of two dtypes.
+    ("float32-in-half", r"^FSDP", "fsdp-lora-flat-dtype"),
+    # A RoPE buffer that FSDP's MixedPrecision(buffer_dtype=...) casts every forward.
+    ("rounded-buffer", r"_fsdp_wrapped_module\.", "fsdp-buffer-dtype-rope"),
+]
+
+
+def documented_cases(finding: str, where: str, culprits) -> list[str]:
+    """The cases that document ``finding`` at ``where``: each declared culprit matching it
+    (``(regex, case)`` pairs; one naming a bare class matches only a module no model holds,
+    named by its class alone), then DOCUMENTED_AT."""
+    found = [
+        case for pattern, case in culprits
+        if (r"\." in pattern or "." not in where) and re.search(pattern, where)
+    ]  # fmt: skip
+    found += [case for kind, pattern, case in DOCUMENTED_AT
+              if kind == finding and re.search(pattern, where)]  # fmt: skip
+    return list(dict.fromkeys(found))
+
+
+def documented_case(finding: str, where: str, culprits) -> str | None:
+    """The first of :func:`documented_cases`, or None."""
+    return next(iter(documented_cases(finding, where, culprits)), None)

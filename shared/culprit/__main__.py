@@ -1,19 +1,69 @@
-"""``python -m shared.culprit``: audit your own model, or list the hazard patterns."""
+"""``python -m shared.culprit``: diagnose your own script (``run``), audit your own model, or
+list the hazard patterns."""
 
 from __future__ import annotations
 
 import importlib
+import sys
+from pathlib import Path
 
 from torch import nn
 
 from shared.culprit.audit import format_audit
+from shared.culprit.diagnose import run
 from shared.culprit.finders import format_hazards, hazards
 from shared.hazards import FINDERS, HAZARDS
 
 
+RUN_USAGE = """usage: python -m shared.culprit run [--backward] [--json FILE] SCRIPT [ARGS...]
+       python -m shared.culprit run [--backward] [--json FILE] -m MODULE [ARGS...]
+
+Run a script (or a module, as python -m does) unmodified under the gallery's global watchers, as
+python -m cProfile runs one; report the first dtype/device mismatch, inf/NaN producer or hazard
+on stderr: the module, the mechanism, and the case that documents it with its fix. The script's
+own output and exit status pass through unchanged.
+  --backward   also watch gradients: the first non-finite one
+  --json FILE  write {"problem": null} or {"problem": {kind, module, file, line, detail,
+               mechanism, case, family}} (and "notes") to FILE"""
+
+
+def run_main(argv: list[str]) -> int:
+    """``python -m shared.culprit run ...``: options up to the script; the rest is its own."""
+    backward, json_path, module = False, None, False
+    while argv and argv[0].startswith("-"):
+        option, argv = argv[0], argv[1:]
+        if option == "--backward":
+            backward = True
+        elif option == "--json" and argv:
+            json_path, argv = argv[0], argv[1:]
+        elif option.startswith("--json="):
+            json_path = option.removeprefix("--json=")
+        elif option == "-m":
+            module = True
+            break
+        elif option in ("-h", "--help"):
+            print(RUN_USAGE)
+            return 0
+        else:
+            print(f"{RUN_USAGE}\nerror: unknown option {option}", file=sys.stderr)
+            return 2
+    if not argv:
+        print(f"{RUN_USAGE}\nerror: no script given", file=sys.stderr)
+        return 2
+    if not module and not Path(argv[0]).is_file():
+        print(f"error: no script {argv[0]}", file=sys.stderr)
+        return 2
+    return run(argv[0], argv[1:], module=module, backward=backward, json_path=json_path)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m shared.culprit package.module:factory``: audit the model the factory returns."""
+    """``python -m shared.culprit package.module:factory``: audit the model the factory returns;
+    ``python -m shared.culprit run SCRIPT [ARGS...]``: diagnose a script."""
     import argparse
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        return run_main(argv[1:])
 
     parser = argparse.ArgumentParser(prog="python -m shared.culprit", description=main.__doc__)
     parser.add_argument("factory", nargs="?", help="module:callable returning an nn.Module")

@@ -5,6 +5,7 @@ output became inf/NaN from finite inputs).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import inspect
@@ -39,6 +40,13 @@ class Mismatch:
             f"{_error_name(self.input_dtype)} on {self.input_device} vs {self.parameter} "
             f"{_error_name(self.parameter_dtype)} on {self.parameter_device}"
         )
+
+
+def _unwatched():
+    """A guard's own tensor checks run outside any TorchFunctionMode (the OpWatch of a
+    diagnosis): the mode is there to watch the script's calls, not the guards' own."""
+    disable = getattr(torch._C, "DisableTorchFunction", None)
+    return disable() if disable is not None else contextlib.nullcontext()
 
 
 def _error_name(dtype: str) -> str:
@@ -136,6 +144,7 @@ class MismatchGuard(_ModuleWatch):
         self.mismatches: list[Mismatch] = []
         self.errors: list[str] = []  # checks that failed themselves (record mode), for the record
         self._culprits: list[nn.Module] = []  # the module of each mismatch, for resolve_paths
+        self.first_input: torch.Tensor | None = None  # the tensor of the first mismatch
 
     @property
     def first(self) -> Mismatch | None:
@@ -152,7 +161,8 @@ class MismatchGuard(_ModuleWatch):
 
     def _check(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         try:
-            self._judge(module, args, kwargs)
+            with _unwatched():
+                self._judge(module, args, kwargs)
         except DtypeDeviceMismatch:
             raise
         except Exception as exc:  # noqa: BLE001 - watching must never break the model it watches
@@ -161,30 +171,7 @@ class MismatchGuard(_ModuleWatch):
             self.errors.append(f"{self._names.get(module, type(module).__name__)}: {exc!r}")
 
     def _judge(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
-        # In a module accelerate dispatched (its `_hf_hook`), weights on "meta" are placeholders
-        # that the hook loads just before the call: nothing a real input could mismatch.
-        placeholders = hasattr(module, "_hf_hook")
-        params = [
-            (name, param)
-            for name, param in module.named_parameters(recurse=False)
-            if param.is_floating_point() and not (placeholders and param.device.type == "meta")
-        ]
-        if not params:
-            return
-        dtypes = {param.dtype for _, param in params}
-        devices = {param.device for _, param in params}
-        for role, tensor in _tensor_inputs(module, args, kwargs):
-            if _autocast_enabled(tensor.device.type):
-                continue
-            dtype_differs = tensor.is_floating_point() and tensor.dtype not in dtypes
-            if not dtype_differs and tensor.device in devices:
-                continue
-            # Name the first parameter that disagrees in what differs.
-            name, param = next(
-                (name, param)
-                for name, param in params
-                if param.device != tensor.device or (dtype_differs and param.dtype != tensor.dtype)
-            )
+        for role, tensor, name, param in mismatched_inputs(module, args, kwargs):
             mismatch = Mismatch(
                 self._names[module], type(module).__name__, role,
                 _dtype_name(tensor.dtype), str(tensor.device),
@@ -192,8 +179,14 @@ class MismatchGuard(_ModuleWatch):
             )  # fmt: skip
             if self.raise_on_mismatch:
                 raise DtypeDeviceMismatch(mismatch)
+            if not self.mismatches:
+                self.first_input = tensor  # what was fed: where it came from tells the cause
             self.mismatches.append(mismatch)
             self._culprits.append(module)
+
+    @property
+    def first_module(self) -> nn.Module | None:
+        return self._culprits[0] if self._culprits else None
 
     def resolve_paths(self) -> None:
         """Re-name the recorded mismatches by their path from the outermost model holding them.
@@ -206,6 +199,38 @@ class MismatchGuard(_ModuleWatch):
         for index, module in enumerate(self._culprits):
             full_path = _full_path(module, parents)
             self.mismatches[index] = dataclasses.replace(self.mismatches[index], module=full_path)
+
+
+def mismatched_inputs(module: nn.Module, args: tuple, kwargs: dict) -> Iterator[tuple]:
+    """The one mismatch check: (role, tensor, parameter name, parameter) for each tensor input of
+    a call whose device, or (floating-point inputs) dtype, matches none of ``module``'s own
+    floating-point parameters. Skipped while autocast is on for the input's device type (it
+    mixes dtypes on purpose)."""
+    # In a module accelerate dispatched (its `_hf_hook`), weights on "meta" are placeholders
+    # that the hook loads just before the call: nothing a real input could mismatch.
+    placeholders = hasattr(module, "_hf_hook")
+    params = [
+        (name, param)
+        for name, param in module.named_parameters(recurse=False)
+        if param.is_floating_point() and not (placeholders and param.device.type == "meta")
+    ]
+    if not params:
+        return
+    dtypes = {param.dtype for _, param in params}
+    devices = {param.device for _, param in params}
+    for role, tensor in _tensor_inputs(module, args, kwargs):
+        if _autocast_enabled(tensor.device.type):
+            continue
+        dtype_differs = tensor.is_floating_point() and tensor.dtype not in dtypes
+        if not dtype_differs and tensor.device in devices:
+            continue
+        # Name the first parameter that disagrees in what differs.
+        name, param = next(
+            (name, param)
+            for name, param in params
+            if param.device != tensor.device or (dtype_differs and param.dtype != tensor.dtype)
+        )
+        yield role, tensor, name, param
 
 
 def _autocast_enabled(device_type: str) -> bool:
@@ -316,10 +341,14 @@ class NonFiniteGuard(_ModuleWatch):
 
     def _gradient_check(self, where: str):
         def check(grad: torch.Tensor) -> None:
-            if self.first_gradient is not None or bool(torch.isfinite(grad).all()):
+            if self.first_gradient is not None:
                 return
+            with _unwatched():
+                if bool(torch.isfinite(grad).all()):
+                    return
+                bad = int((~torch.isfinite(grad)).sum())
             self.first_gradient = NonFiniteGradient(
-                where, _dtype_name(grad.dtype), int((~torch.isfinite(grad)).sum()), grad.numel()
+                where, _dtype_name(grad.dtype), bad, grad.numel()
             )
 
         return check
@@ -327,6 +356,10 @@ class NonFiniteGuard(_ModuleWatch):
     def _on_return(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         if self.first is not None:
             return
+        with _unwatched():
+            self._judge_output(module, args, kwargs, output)
+
+    def _judge_output(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         try:
             outputs = [t for t in _tensors(output) if t.is_floating_point()]
             bad = [t for t in outputs if not bool(torch.isfinite(t).all())]

@@ -6,12 +6,14 @@ TrainingArguments are asked for), and :func:`seen_hazards`, what any watcher saw
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import sys
 from collections import Counter
 
 import torch
+from torch import nn
 from torch.nn import functional as F
 from torch.overrides import TorchFunctionMode
 
@@ -50,6 +52,7 @@ class OpWatch(TorchFunctionMode):
     def __init__(self):
         super().__init__()
         self.found: list[Hazard] = []
+        self.failed: FailedOp | None = None  # the first torch call that raised, and where
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         __tracebackhide__ = True  # the call's own error is raised by func, not by this watch
@@ -64,7 +67,12 @@ class OpWatch(TorchFunctionMode):
                 self._inspect(func, args, kwargs)
             except Exception:  # noqa: BLE001, S110 - watching must never break the model
                 pass
-        return func(*args, **kwargs)
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            if self.failed is None:
+                self.failed = _failed_op(func, args, kwargs, exc)
+            raise
 
     def _inspect(self, func, args: tuple, kwargs: dict) -> None:
         seen = {hazard.kind for hazard in self.found}
@@ -87,6 +95,54 @@ class OpWatch(TorchFunctionMode):
             if isinstance(data, torch.Tensor) and data.dtype in HALF_DTYPES:
                 detail = f"input {_dtype_name(data.dtype)} on {data.device}"
                 self.found.append(Hazard("half-fft", f"torch.fft.{self.FFTS[func]}", detail))
+
+
+@dataclasses.dataclass(frozen=True)
+class FailedOp:
+    """A torch call that raised: its name, the tensors it was given, and the code that called it
+    (the innermost frame outside torch), inside a module's forward or not."""
+
+    op: str
+    operands: tuple[tuple[str, str], ...]  # (dtype, device) of each tensor argument
+    file: str
+    line: int
+    module: nn.Module | None  # the innermost module whose forward was running, if any
+    error: str
+
+    def describe(self) -> str:
+        given = ", ".join(f"{dtype} on {device}" for dtype, device in self.operands)
+        return f"{self.op}({given}) raised at {self.file}:{self.line}"
+
+
+TORCH_DIR = os.path.dirname(torch.__file__)
+
+
+def _failed_op(func, args: tuple, kwargs: dict, exc: Exception) -> FailedOp:
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+    tensors += [
+        item
+        for a in (*args, *kwargs.values()) if isinstance(a, (tuple, list))
+        for item in a if isinstance(item, torch.Tensor)
+    ]  # fmt: skip
+    frame, caller, module = sys._getframe(2), None, None
+    while frame is not None:
+        inside_torch = frame.f_code.co_filename.startswith(TORCH_DIR)
+        if caller is None and not inside_torch and not frame.f_locals.get("__tracebackhide__"):
+            caller = frame
+        owner = frame.f_locals.get("self") if frame.f_code.co_name == "forward" else None
+        if caller is not None and isinstance(owner, nn.Module):
+            module = owner
+            break
+        frame = frame.f_back
+    name = getattr(func, "__name__", str(func))
+    return FailedOp(
+        name,
+        tuple((_dtype_name(t.dtype), str(t.device)) for t in tensors),
+        caller.f_code.co_filename if caller else "?",
+        caller.f_lineno if caller else 0,
+        module,
+        f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+    )
 
 
 def _draw_on_another_device(func, args: tuple, kwargs: dict) -> list[Hazard]:

@@ -10,7 +10,10 @@ Measures, in one run, side by side:
    reports) divided by the variants run at once (the cores used);
 4. cold `nox -s case-minicpm` on a fresh clone (package cache warm, new environment);
 5. disk: the case environments together (hardlinks counted once) versus one of them;
-6. the dated sweep: for each stack whose environment `nox -s "matrix(as-of-DATE)"` left (package
+6. `python -m shared.culprit run`'s overhead: per case, one forward pass of its model (the first
+   outermost module call of its first passing variant) under a Diagnosis against the same pass
+   without (``shared.harness.overhead``, a process per case);
+7. the dated sweep: for each stack whose environment `nox -s "matrix(as-of-DATE)"` left (package
    cache warm), a gallery run of that stack's cases against that stack's own limit (its floor
    plus its variants' seconds), and the installs and seconds each stored bisection took.
 Prints seconds, ratios and the targets; it asserts nothing (timings belong here, not in tests).
@@ -19,6 +22,7 @@ Prints seconds, ratios and the targets; it asserts nothing (timings belong here,
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -42,6 +46,7 @@ RUN_LIMIT_RATIO = 1.3  # a warm run of one case within 1.3x its limit
 ALL_LIMIT_RATIO = 1.1  # warm `nox -s cases` (every case, one run) within 1.1x its limit
 COLD_EXTRA_SECONDS = 60.0
 DISK_RATIO = 1.2
+DIAGNOSE_RATIO = 1.5  # a forward pass under `python -m shared.culprit run` within 1.5x bare
 
 
 def floor_code(names: list[str] | None = None) -> str:
@@ -89,7 +94,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sweep-only",
         action="store_true",
-        help="measure only the dated sweep and the bisections (part 6)",
+        help="measure only the dated sweep and the bisections (part 7)",
+    )
+    parser.add_argument(
+        "--diagnose-only",
+        nargs="*",
+        metavar="CASE",
+        help="measure only the diagnose overhead (part 6), of these cases (default: every case)",
     )
     parser.add_argument(
         "--dates",
@@ -124,6 +135,9 @@ def measure(args: argparse.Namespace) -> ExitCode:
     jobs = os.cpu_count() or 1  # the harness runs this many variants at once by default
     if args.sweep_only:
         sweep_figures(args.repeat, jobs, args.envdir, args.dates)
+        return ExitCode.OK
+    if args.diagnose_only is not None:
+        diagnose_figures(args.diagnose_only or case_names(), Path(sys.executable))
         return ExitCode.OK
     names = case_names()
     print("warming up: creating/refreshing the nox environments ...", flush=True)
@@ -167,8 +181,33 @@ def measure(args: argparse.Namespace) -> ExitCode:
         f"{all_envs / 1024:.0f} MiB (hardlinks once), ratio {disk_ratio:.2f} "
         f"(target <= {DISK_RATIO:g}): {'met' if disk_ratio <= DISK_RATIO else 'MISSED'}"
     )
+    diagnose_figures(names, env_python)
     sweep_figures(args.repeat, jobs, args.envdir)
     return ExitCode.OK
+
+
+def diagnose_figures(names: list[str], python: Path) -> None:
+    """Part 6: per case, a forward pass under a Diagnosis against the same pass bare."""
+    print(f"\ndiagnose overhead: one forward pass of each case's model, under "
+          f"`python -m shared.culprit run` / bare (target <= {DIAGNOSE_RATIO:g})")  # fmt: skip
+    print(f"{'case':28} {'model':26} {'bare ms':>8} {'diag ms':>8} {'ratio':>6}")
+    ratios = []
+    for name in names:
+        done = subprocess.run([str(python), "-m", "shared.harness.overhead", name], cwd=REPO_ROOT,
+                              capture_output=True, text=True)  # fmt: skip
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        found = json.loads(lines[-1]) if lines else {}
+        if not found.get("model"):
+            print(f"{name:28} no model called on the CPU (exit {done.returncode})")
+            continue
+        ratio = found["diagnosed_s"] / found["bare_s"]
+        ratios.append(ratio)
+        print(f"{name:28} {found['model'][:26]:26} {found['bare_s'] * 1e3:8.2f} "
+              f"{found['diagnosed_s'] * 1e3:8.2f} {ratio:6.2f}")  # fmt: skip
+    if ratios:
+        worst = max(ratios)
+        print(f"median ratio {statistics.median(ratios):.2f}, worst {worst:.2f} (target <= "
+              f"{DIAGNOSE_RATIO:g}): {'met' if worst <= DIAGNOSE_RATIO else 'MISSED'}")
 
 
 def dates_to_measure(dates: list[str] | None) -> list:

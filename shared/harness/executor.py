@@ -9,7 +9,6 @@ message, the frames it passed through) and its traceback printed, as Python woul
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import runpy
 import sys
@@ -39,12 +38,17 @@ def execute(script: Path, result_path: Path) -> int:
     started = time.perf_counter()
     result = ProcessResult(rank=os.environ.get(RANK_VARIABLE))
     gallery = (script.parent.resolve(), SHARED_DIR)  # the gallery's own code, not a library's
-    watchers = _watchers()
+    diagnosis = _diagnosis()
+    watchers = _watchers(diagnosis)
+    diagnosis_watchers = diagnosis.watchers if diagnosis is not None else ()
     guard, values = watchers.get(CULPRIT_WATCHER), watchers.get(SILENT_WATCHER)
     try:
         with contextlib.ExitStack() as watching:
+            if diagnosis is not None:  # its guards and OpWatch serve as the watchers too
+                watching.enter_context(diagnosis)
             for watcher in watchers.values():
-                watching.enter_context(watcher)
+                if watcher not in diagnosis_watchers:
+                    watching.enter_context(watcher)
             watching.enter_context(_recording_warnings(result.warnings))
             namespace = None  # the script's globals: its models stay alive while named
             try:
@@ -53,8 +57,10 @@ def execute(script: Path, result_path: Path) -> int:
                 for watcher in watchers.values():
                     if hasattr(watcher, "resolve_paths"):
                         watcher.resolve_paths()
-                watched = watchers.values()
-                result.hazards = _hazards(namespace or _raising_globals(script), *watched)
+                namespace = namespace or _raising_globals(script)
+                result.hazards = _hazards(namespace, *watchers.values())
+                others = [w for w in watchers.values() if w not in diagnosis_watchers]
+                result.diagnosis = _diagnose(diagnosis, namespace, sys.exc_info()[1], *others)
                 del namespace
     except SystemExit as exc:
         if exc.code not in (None, 0):
@@ -92,18 +98,47 @@ def _recording_warnings(seen: list[WarningRecord]):
         warnings.showwarning = show
 
 
-def _watchers() -> dict:
+def _diagnosis():
+    """What ``python -m shared.culprit run`` would say of this variant (every variant is run
+    under it: the gallery is its test set); None without torch."""
+    try:
+        from shared.culprit.diagnose import Diagnosis
+    except ImportError:  # no torch here: nothing to watch
+        return None
+    return Diagnosis()
+
+
+def _diagnose(diagnosis, namespace: dict, raised: BaseException | None, *others) -> dict | None:
+    """The diagnosis as the variant's record keeps it (paths relative); ``others``: the
+    on-demand watchers the runner added (FSDP1's FlatParamWatch), whose finds count too."""
+    if diagnosis is None:
+        return None
+    try:
+        problem = diagnosis.problem(namespace, raised, *others)
+    except Exception as exc:  # noqa: BLE001 - diagnosing must never break a verdict
+        return {"problem": None, "notes": [f"the diagnosis failed: {exc!r}"]}
+    record = problem.as_json() if problem else None
+    if record and record["file"]:
+        record["file"] = relative(record["file"])
+    if record:
+        record["detail"] = relative_text(record["detail"])
+    return {"problem": record, "notes": diagnosis.notes()}
+
+
+def _watchers(diagnosis) -> dict:
     """The watchers (shared.hazards.FINDERS) this variant runs under, by finder name: the
     always-on ones (the MismatchGuard: names the module where a dtype/device mismatch started,
-    the "culprit"), and those the runner asked for. Record only: the variant's own error still
-    happens in the library code."""
-    try:
-        import shared.culprit
-    except ImportError:  # no torch here: nothing to watch
+    the "culprit"), and those the runner asked for; the diagnosis's own where it has one.
+    Record only: the variant's own error still happens in the library code."""
+    if diagnosis is None:
         return {}
+    import shared.culprit
+
+    own = {"MismatchGuard": diagnosis.guard, "NonFiniteGuard": diagnosis.values,
+           "OpWatch": diagnosis.ops}  # fmt: skip
     wanted = os.environ.get(WATCH_VARIABLE, "").split()
     return {
-        name: getattr(shared.culprit, finder.watcher)()
+        name: own.get(finder.watcher) or getattr(shared.culprit, finder.watcher)()
         for name, finder in FINDERS.items()
         if finder.watcher and (finder.always or name in wanted)
     }
@@ -121,49 +156,12 @@ def _raising_globals(script: Path) -> dict:
 
 def _hazards(namespace: dict, *watchers) -> list[dict]:
     """The hazard patterns (shared.culprit) of every model, pipeline and optimizer the script
-    holds at its end (a pipeline with the generators it holds), and those its watchers saw
-    while it ran."""
+    holds at its end, and those its watchers saw while it ran."""
     try:
-        import torch
-        from torch import nn, optim
-
-        from shared.culprit import (
-            generator_hazards,
-            hazards,
-            optimizer_hazards,
-            pipeline_hazards,
-            seen_hazards,
-        )
+        from shared.culprit.diagnose import held_hazards
     except ImportError:
         return []
-    generators = {k: v for k, v in namespace.items() if isinstance(v, torch.Generator)}
-    models, found = {}, []
-    for name, value in namespace.items():
-        components = getattr(value, "components", None)
-        if isinstance(value, nn.Module):
-            models[name] = value
-        elif isinstance(value, optim.Optimizer):
-            found += _named(name, optimizer_hazards, value)
-        elif isinstance(components, dict):
-            models.update({f"{name}.{k}": v for k, v in components.items()
-                           if isinstance(v, nn.Module)})  # fmt: skip
-            found += _named(name, pipeline_hazards, components)
-            device = getattr(value, "_execution_device", None)  # diffusers': where it draws
-            if generators and device is not None:
-                found += _named(name, generator_hazards, generators, device)
-    inside = {id(m) for model in models.values() for m in list(model.modules())[1:]}
-    for name, model in models.items():
-        if id(model) not in inside:  # a part of another model is audited as part of it
-            found += _named(name, hazards, model)
-    return found + _named("", seen_hazards, *watchers)
-
-
-def _named(name: str, find, *subjects) -> list[dict]:
-    """``find(*subjects)`` as records naming what they were found in."""
-    try:
-        return [{"model": name, "case": h.case, **dataclasses.asdict(h)} for h in find(*subjects)]
-    except Exception:  # noqa: BLE001 - auditing must never break a verdict
-        return []
+    return held_hazards(namespace, *watchers)
 
 
 def _first_producer(values) -> dict | None:

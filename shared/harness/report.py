@@ -96,6 +96,7 @@ class ProcessResult:
     culprit: dict | None = None  # shared.culprit.as_record of the first mismatch seen
     producer: dict | None = None  # the first module that produced inf/NaN (silent failures)
     hazards: list[dict] = field(default_factory=list)  # shared.culprit.hazards of its models
+    diagnosis: dict | None = None  # what `python -m shared.culprit run` reports of the run
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(dataclasses.asdict(self), indent=2), encoding="utf-8")
@@ -149,6 +150,7 @@ class Verdict:
     culprit: dict | None = None  # where the first dtype/device mismatch was seen (failures)
     producer: dict | None = None  # the first module whose output became inf/NaN (silent ones)
     hazards: list[dict] = field(default_factory=list)  # hazard patterns of its models at its end
+    diagnosis: dict | None = None  # `python -m shared.culprit run`'s report of the run
     output_tail: str = ""  # the last lines the variant printed: the evidence
 
     @classmethod

@@ -419,6 +419,7 @@ def _verdict(
         culprit=result.culprit if (result.exception or kind in ANOMALIES) else None,
         producer=result.producer,
         hazards=result.hazards,
+        diagnosis=result.diagnosis,
         output_tail=relative_text(
             "\n".join(outcome.log.rstrip().splitlines()[-OUTPUT_TAIL_LINES:])
         ),

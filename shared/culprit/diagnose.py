@@ -1,0 +1,638 @@
+"""Diagnose a whole run: the module, the mechanism and the gallery case, from global hooks.
+
+:class:`Diagnosis` watches everything a process runs, with no handle on its models: the
+:class:`MismatchGuard` and :class:`NonFiniteGuard` through torch's global module hooks, an
+:class:`OpWatch` (a ``TorchFunctionMode``) for torch calls in or outside modules, and global
+hooks that note where each module was made and what each outermost call was given and returned.
+At the end, :meth:`Diagnosis.problem` weighs what they saw with the hazard patterns of every
+model, pipeline and optimizer the run still holds (:func:`held_hazards`) and names one
+:class:`Problem`: the module, the mechanism, and the case that documents it (its fix line read
+from the case's own files), or the family when no case does. ``python -m shared.culprit run``
+runs a user's unmodified script under it (``shared.culprit.__main__``).
+
+Record only: nothing in torch or the libraries is patched; every hook goes at exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import json
+import re
+import runpy
+import sys
+import tomllib
+import weakref
+from pathlib import Path
+
+import torch
+from torch import nn, optim
+from torch.nn.modules import module as torch_module
+
+from shared.culprit.audit import _dtype_name, _majority, audit
+from shared.culprit.finders import (
+    Hazard,
+    generator_hazards,
+    hazards,
+    optimizer_hazards,
+    pipeline_hazards,
+)
+from shared.culprit.guards import (
+    MismatchGuard,
+    NonFiniteGuard,
+    _full_path,
+    _live_parents,
+    _tensors,
+)
+from shared.culprit.watchers import TORCH_DIR, FailedOp, OpWatch, seen_hazards
+from shared.hazards import (
+    HAZARDS,
+    MECHANISMS,
+    NOTED_HAZARDS,
+    SEQUENCE_DECIDES,
+    SILENT_HAZARDS,
+    UNDECIDED,
+    documented_case,
+    documented_cases,
+)
+
+CASES_DIR = Path(__file__).resolve().parents[2] / "cases"  # in a clone; absent when installed
+HERE = str(Path(__file__).resolve().parent)
+# Process starts (sys.audit events): what runs in a child is not watched here.
+SPAWN_EVENTS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec",
+                "subprocess.Popen")  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """What went wrong first, where, by which mechanism, and the case that documents it."""
+
+    kind: str  # "mismatch", "failed-op", "non-finite", "non-finite-gradient", a hazard kind, "error"
+    module: str  # dotted path from the outermost model, or the op's name
+    file: str  # where: the module's creation, or the call's line
+    line: int | None
+    detail: str
+    mechanism: str
+    case: str | None
+    family: str | None
+
+    def as_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+class Diagnosis:
+    """Context manager: watch the whole process (global hooks only, record only); then
+    :meth:`problem` names the first problem, or None. ``backward=True`` also watches gradients
+    for the first non-finite one."""
+
+    def __init__(self, backward: bool = False):
+        self.guard = MismatchGuard()
+        self.values = NonFiniteGuard(gradients=backward)
+        self.ops = OpWatch()
+        self.spawned: list[str] = []  # process starts seen: their work is not watched here
+        self._created: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module: (f, l)
+        self._depth = 0  # module calls in progress
+        self._given: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # outermost in
+        self._returned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # ... out
+        self._roots: weakref.WeakSet = weakref.WeakSet()  # modules called outermost
+        self.watchers = (self.guard, self.values, self.ops)
+        self._stack = contextlib.ExitStack()
+        self._active = False
+        self.seen: list[dict] = []  # noted hazards (NOTED_HAZARDS) of the models held
+        self.longest = 0  # the longest sequence of integer ids an outermost call was given
+
+    def __enter__(self):
+        stack = self._stack.__enter__()
+        for watcher in self.watchers:
+            stack.enter_context(watcher)
+        for handle in (
+            torch_module.register_module_forward_pre_hook(self._entering),
+            torch_module.register_module_forward_hook(
+                self._leaving, with_kwargs=True, always_call=True
+            ),
+            torch_module.register_module_parameter_registration_hook(self._registered),
+            torch_module.register_module_module_registration_hook(self._registered),
+        ):
+            stack.callback(handle.remove)
+        self._active = True
+        stack.callback(setattr, self, "_active", False)
+        _add_audit_hook(self)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stack.__exit__(*exc_info)
+
+    # --- global hooks --------------------------------------------------------------------------
+
+    def _entering(self, module: nn.Module, args: tuple) -> None:
+        self._depth += 1
+
+    def _leaving(self, module: nn.Module, args: tuple, *rest) -> None:
+        # (kwargs, output) after a return; torch gives (output) alone after an exception.
+        kwargs, output = rest if len(rest) == 2 else ({}, rest[-1] if rest else None)
+        self._depth = max(self._depth - 1, 0)
+        if self._depth:
+            return
+        # An outermost call: what the script gave a model, and what a model gave back.
+        self._roots.add(module)
+        with contextlib.suppress(Exception):
+            for value in (*args, *kwargs.values()):
+                for tensor in _tensors(value):
+                    self._given[id(tensor)] = tensor
+                    if not tensor.is_floating_point() and tensor.dim() >= 1:  # token ids
+                        self.longest = max(self.longest, tensor.shape[-1])
+            for tensor in _tensors(output):
+                self._returned[id(tensor)] = tensor
+
+    def _registered(self, module: nn.Module, name: str, value) -> None:
+        # A module's first parameter or submodule is registered in its __init__: the frame
+        # outside torch and outside that __init__ is where it was made.
+        if module not in self._created:
+            self._created[module] = _caller(sys._getframe(1), module)
+
+    def on_audit(self, event: str, args: tuple) -> None:
+        if self._active and event in SPAWN_EVENTS:
+            self.spawned.append(event)
+
+    # --- the answer ----------------------------------------------------------------------------
+
+    def notes(self) -> list[str]:
+        """What this process could not watch, said plainly (never a verdict)."""
+        found = [
+            f"hazard seen, not decided by this run: {h['kind']} at {h['where']}: {h['detail']} "
+            f"(cases/{h['case']})" for h in self.seen
+        ]
+        if self.spawned:
+            found.append(
+                f"the script started other processes ({', '.join(sorted(set(self.spawned)))}): "
+                "what ran in them was not watched; run each worker's code under diagnose"
+            )
+        if _compiled():
+            found.append(
+                "the script used torch.compile: compiled code runs without module hooks and "
+                "was not checked; run it once without torch.compile to diagnose"
+            )
+        return found
+
+    def problem(self, namespace: dict | None = None, raised: BaseException | None = None,
+                *watchers):  # fmt: skip
+        """The first problem this run showed, or None. ``namespace``: the script's globals (its
+        models, pipelines and optimizers, audited with every model it called); ``raised``: the
+        exception that ended it, if any; ``watchers``: others that watched the run (their
+        hazards count). Call while its models are alive.
+
+        A run that failed: the first mismatch, else a torch call that raised on operands of two
+        dtypes or devices, else a model whose placement a library owns moved, else the first
+        inf/NaN producer, else a hazard. A run that ended cleanly: a hazard whose failure raises
+        nothing, else the first inf/NaN producer (a mismatch there was handled by the module
+        itself: T5's norms cast their input)."""
+        self.guard.resolve_paths()
+        self.values.resolve_paths()
+        failing = raised is not None and not isinstance(raised, (SystemExit, KeyboardInterrupt))
+        namespace = {**(namespace or {}), **self._called_roots()}
+        held = held_hazards(namespace, self.ops, *watchers)
+        decided = {kind for kind, ceiling in SEQUENCE_DECIDES.items() if self.longest >= ceiling}
+        silent = [h for h in held if h["kind"] in SILENT_HAZARDS or h["kind"] in decided]
+        loud = [h for h in held if h["kind"] not in SILENT_HAZARDS | NOTED_HAZARDS | UNDECIDED]
+        self.seen = [h for h in held if h["kind"] in NOTED_HAZARDS and h not in silent]
+        if failing:
+            found = (self._mismatch(held) or self._failed_op() or _owned_placement(raised)
+                     or (self._non_finite() if self.values.first is not None else None))
+            if found:
+                return found
+            if loud or silent:
+                return _hazard_problem((loud or silent)[0])
+            return _unexplained(raised)
+        if silent:
+            return _hazard_problem(silent[0])
+        if self.values.first is not None:
+            return self._non_finite()
+        if self.values.first_gradient is not None:
+            return self._non_finite_gradient()
+        return None
+
+    def _called_roots(self) -> dict:
+        return {f"<{type(m).__name__} called>": m for m in list(self._roots)}
+
+    def _mismatch(self, held: list[dict]) -> Problem | None:
+        first, module, tensor = self.guard.first, self.guard.first_module, self.guard.first_input
+        if first is None or module is None:
+            return None
+        where, creation = first.module, self._created.get(module, ("?", None))
+        holder = _held_unregistered(module)
+        detail = first.describe().split(": ", 1)[1]
+        if first.input_dtype == "float64":
+            mechanism = "float64-data"
+        elif first.parameter_device == "meta":
+            mechanism = "meta-tensor"
+        elif holder:
+            mechanism, where = "not-registered", holder
+            unregistered = _root(module)
+            creation = self._created.get(unregistered, creation)
+            detail += f"; {type(unregistered).__name__}, made where shown, is not registered"
+        elif re.search(r"\blora_|modules_to_save\b", where):
+            mechanism = "adapter-dtype"
+        else:
+            mechanism = self._origin(first, module, tensor)
+        # Two cases may document the same module (a VAE's post_quant_conv): the one whose own
+        # hazard this run holds (a pipeline of mixed dtypes) is it.
+        found_kinds = {h["kind"] for h in held}
+        candidates = documented_cases("mismatch", where, _declared_culprits())
+        case = next((c for c in candidates if case_facts(c).get("hazard") in found_kinds),
+                    candidates[0] if candidates else MECHANISMS[mechanism].case)  # fmt: skip
+        return _problem("mismatch", where, creation, detail, mechanism, case)
+
+    def _origin(self, first, module: nn.Module, tensor) -> str:
+        """Where the mismatched tensor came from, and what that says about the cause."""
+        root = _root(module)
+        majority = _majority(audit(root)) if root is not module else ("-", "-")
+        given = tensor is not None and self._given.get(id(tensor)) is tensor
+        returned = tensor is not None and self._returned.get(id(tensor)) is tensor
+        if first.input_device != first.parameter_device:
+            if majority[0] not in ("-", first.parameter_device):
+                return "submodule-not-moved"
+            return "input-not-moved" if given or returned else "made-in-model-device"
+        if majority[1] not in ("-", first.parameter_dtype):
+            return "submodule-dtype"
+        if returned:
+            return "component-dtype"
+        if given:
+            return "input-not-cast"
+        if first.input_dtype == _dtype_name(torch.get_default_dtype()):
+            return "made-in-model"
+        return "input-not-cast"
+
+    def _failed_op(self) -> Problem | None:
+        failed: FailedOp | None = self.ops.failed
+        if failed is None:
+            return None
+        dtypes = {dtype for dtype, _ in failed.operands if dtype.startswith(("float", "bfloat"))}
+        devices = {device for _, device in failed.operands}
+        if "meta" in devices:
+            mechanism = "meta-tensor"
+        elif "float64" in dtypes and len(dtypes) > 1:
+            mechanism = "float64-data"
+        elif len(dtypes) > 1 or len(devices) > 1:
+            mechanism = "op-operands-device" if len(devices) > 1 else "op-operands"
+        elif dtypes == {"float16"} and devices == {"cpu"} and "Half" in failed.error:
+            mechanism = "half-kernel-missing"  # "... not implemented for 'Half'" on the CPU
+        else:
+            return None  # one dtype, one device: this call's own refusal, not a mismatch
+        where = failed.op
+        if failed.module is not None:
+            where = f"{failed.op} in {_full_path(failed.module, _live_parents())}"
+        case = documented_case("failed-op", failed.op, ()) or MECHANISMS[mechanism].case
+        detail = f"{failed.describe()}: {failed.error}"
+        return _problem("failed-op", where, (failed.file, failed.line), detail, mechanism, case)
+
+    def _non_finite(self) -> Problem:
+        first = self.values.first
+        module = self.values._module
+        creation = self._created.get(module, ("?", None)) if module is not None else ("?", None)
+        detail = first.describe().split(": ", 1)[1]
+        case = documented_case("non-finite", first.module, ()) or MECHANISMS["overflow"].case
+        return _problem("non-finite", first.module, creation, detail, "overflow", case)
+
+    def _non_finite_gradient(self) -> Problem:
+        first = self.values.first_gradient
+        detail = first.describe().split(": ", 1)[1]
+        case = documented_case("non-finite", first.parameter, ()) or None
+        return _problem("non-finite-gradient", first.parameter, ("?", None), detail,
+                        "overflow-backward", case)  # fmt: skip
+
+
+# --- what the run holds ------------------------------------------------------------------------
+
+
+def held_hazards(namespace: dict, *watchers) -> list[dict]:
+    """The hazard patterns (shared.culprit) of every model, pipeline and optimizer in
+    ``namespace`` (a pipeline with the generators it holds), and those the watchers saw while
+    the run went on; each as a record naming what it was found in."""
+    generators = {k: v for k, v in namespace.items() if isinstance(v, torch.Generator)}
+    models, found = {}, []
+    for name, value in namespace.items():
+        components = getattr(value, "components", None) if not isinstance(value, type) else None
+        if isinstance(value, nn.Module):
+            models[name] = value
+        elif isinstance(value, optim.Optimizer):
+            found += _named(name, optimizer_hazards, value)
+        elif isinstance(components, dict):
+            models.update({f"{name}.{k}": v for k, v in components.items()
+                           if isinstance(v, nn.Module)})  # fmt: skip
+            found += _named(name, pipeline_hazards, components)
+            device = getattr(value, "_execution_device", None)  # diffusers': where it draws
+            if generators and device is not None:
+                found += _named(name, generator_hazards, generators, device)
+    inside = {id(m) for model in models.values() for m in list(model.modules())[1:]}
+    audited = set()
+    for name, model in models.items():
+        if id(model) not in inside and id(model) not in audited:  # parts go with their model
+            audited.add(id(model))
+            found += _named(name, hazards, model)
+    return found + _named("", seen_hazards, *watchers)
+
+
+def _named(name: str, find, *subjects) -> list[dict]:
+    """``find(*subjects)`` as records naming what they were found in (and its class)."""
+    try:
+        kind = type(subjects[0]).__name__ if subjects else ""
+        return [{"model": name, "model_class": kind, "case": h.case, **dataclasses.asdict(h)}
+                for h in find(*subjects)]  # fmt: skip
+    except Exception:  # noqa: BLE001 - auditing must never break a verdict
+        return []
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _problem(kind, where, creation, detail, mechanism, case) -> Problem:
+    known = MECHANISMS[mechanism]
+    family = case_facts(case).get("family") if case else known.family
+    return Problem(kind, where, _shown_path(creation[0]), creation[1], detail, known.text, case,
+                   family or known.family)  # fmt: skip
+
+
+def _hazard_problem(record: dict) -> Problem:
+    where = f"{record.get('model_class', '')}.{record['where']}"
+    case = documented_case(record["kind"], where, ()) or record["case"]
+    return Problem(
+        record["kind"], record["where"], "", None, record["detail"],
+        HAZARDS[record["kind"]].meaning, case, case_facts(case).get("family"),
+    )  # fmt: skip
+
+
+# Module methods that move or cast a whole model.
+MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "type"})
+
+
+def _owned_placement(raised: BaseException) -> Problem | None:
+    """The exception came out of moving or casting a model whose placement or dtype a library
+    owns: dispatched with offload (accelerate's device_map), or quantized (bitsandbytes)."""
+    tb, script_line = raised.__traceback__, ("?", None)
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_globals.get("__name__") == "__main__":
+            script_line = (frame.f_code.co_filename, tb.tb_lineno)
+        owner, move = frame.f_locals.get("self"), frame.f_code.co_name
+        if not (move in MOVES and isinstance(owner, nn.Module)):
+            # accelerate's dispatch_model wraps model.to/.cuda/...: `fn` and `model` are local
+            owner = frame.f_locals.get("model")
+            move = getattr(frame.f_locals.get("fn"), "__name__", "")
+        if move in MOVES and isinstance(owner, nn.Module):
+            device_map = getattr(owner, "hf_device_map", None) or {}
+            offloaded = sorted({str(d) for d in device_map.values()} & {"cpu", "disk"})
+            quantized = sorted({type(p).__name__ for p in owner.parameters()}
+                               & {"Params4bit", "Int8Params"})  # fmt: skip
+            if offloaded and len(set(map(str, device_map.values()))) > 1 or "disk" in offloaded:
+                mechanism, what = "offload-moved", f"device_map offloads to {', '.join(offloaded)}"
+            elif quantized or getattr(owner, "is_quantized", False):
+                mechanism, what = "quantized-moved", f"{', '.join(quantized) or 'quantized'} weights"
+            else:
+                tb = tb.tb_next
+                continue
+            text = str(raised).splitlines()[0] if str(raised) else ""
+            detail = f".{move}() on {type(owner).__name__} ({what}): {text}"
+            return _problem("moved", type(owner).__name__, script_line, detail, mechanism,
+                            MECHANISMS[mechanism].case)  # fmt: skip
+        tb = tb.tb_next
+    return None
+
+
+def _unexplained(raised: BaseException) -> Problem:
+    file, line = "?", None
+    tb = raised.__traceback__
+    while tb is not None:  # the innermost frame outside torch: where the script's path failed
+        if not tb.tb_frame.f_code.co_filename.startswith((TORCH_DIR, HERE)):
+            file, line = tb.tb_frame.f_code.co_filename, tb.tb_lineno
+        tb = tb.tb_next
+    text = str(raised).splitlines()[0] if str(raised) else ""
+    return Problem(
+        "error", "", _shown_path(file), line, f"{type(raised).__name__}: {text}",
+        "none this run could see (no mismatch, no inf/NaN, no hazard): a library's own "
+        "check refused the call; paste the error into explain", None, None,
+    )  # fmt: skip
+
+
+def _held_unregistered(module: nn.Module) -> str:
+    """``holder.attribute[key]`` where a live module keeps ``module`` in a plain list, tuple or
+    dict (not registered: ``.to()`` and ``.half()`` never reach it); "" if none does."""
+    parents = _live_parents()
+    inner = ".".join(_full_path(module, parents).split(".")[1:])
+    module = _root(module)
+    for candidate in _live_modules():
+        for attribute, value in vars(candidate).items():
+            if attribute.startswith("_") or not isinstance(value, (list, tuple, dict)):
+                continue
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if item is module:
+                    held = f"{_full_path(candidate, parents)}.{attribute}[{key!r}]"
+                    return f"{held}.{inner}".rstrip(".")
+    return ""
+
+
+def _live_modules():
+    return [o for o in gc.get_objects() if issubclass(type(o), nn.Module)]
+
+
+def _root(module: nn.Module) -> nn.Module:
+    parents, seen = _live_parents(), {module}
+    while module in parents and parents[module][0] not in seen:
+        module = parents[module][0]
+        seen.add(module)
+    return module
+
+
+def _caller(frame, made=None) -> tuple[str, int]:
+    """The innermost frame outside torch (and outside ``made``'s own methods): the code that
+    called, or made a module."""
+    while frame is not None and (
+        frame.f_code.co_filename.startswith((TORCH_DIR, HERE))
+        or (made is not None and frame.f_locals.get("self") is made)
+    ):
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("?", 0)
+
+
+def _shown_path(file: str) -> str:
+    try:
+        return str(Path(file).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return file
+
+
+def _compiled() -> bool:
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    try:
+        return bool(dynamo and dynamo.counters["frames"]["total"])
+    except Exception:  # noqa: BLE001 - a torch without these counters: nothing compiled seen
+        return False
+
+
+_AUDITED: list[Diagnosis] = []
+
+
+def _add_audit_hook(diagnosis: Diagnosis) -> None:
+    """One audit hook per process (it cannot be removed): it tells the diagnosis now active."""
+    if not _AUDITED:
+        sys.addaudithook(lambda event, args: [d.on_audit(event, args) for d in _AUDITED[-1:]])
+    _AUDITED[:] = [diagnosis]
+
+
+# --- the gallery's documentation, read from the cases' own files ------------------------------
+
+
+def case_facts(case: str | None) -> dict:
+    """A case's family and fix line, read from its case.toml (its ``fix``, else the first
+    sentence of its README's Fix section); {} where the cases are not at hand (installed)."""
+    if not case:
+        return {}
+    return _CASE_FACTS.get(case) or _CASE_FACTS.setdefault(case, _read_case(case))
+
+
+_CASE_FACTS: dict[str, dict] = {}
+
+
+def _read_case(case: str) -> dict:
+    try:
+        table = tomllib.loads((CASES_DIR / case / "case.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+    fix = table.get("fix", "")
+    if not fix:
+        with contextlib.suppress(OSError):
+            readme = (CASES_DIR / case / "README.md").read_text(encoding="utf-8")
+            section = re.search(r"^## Fix\n+(.+?)(?:\n\n|\n```|\Z)", readme, re.M | re.S)
+            if section:
+                text = " ".join(section.group(1).split())
+                fix = re.split(r"(?<=\.)\s", text)[0][:200]
+    return {"family": table.get("family"), "fix": fix, "title": table.get("title", ""),
+            "hazard": table.get("hazard")}
+
+
+def _declared_culprits() -> list[tuple[str, str]]:
+    """(regex, case) for each variant's documented culprit in the cases' case.toml."""
+    if not _CULPRITS and CASES_DIR.is_dir():
+        for path in sorted(CASES_DIR.glob("[!_.]*/case.toml")):
+            with contextlib.suppress(OSError, tomllib.TOMLDecodeError):
+                table = tomllib.loads(path.read_text(encoding="utf-8"))
+                for variant in table.get("variant", []):
+                    if variant.get("culprit"):
+                        _CULPRITS.append((variant["culprit"], path.parent.name))
+    return _CULPRITS
+
+
+_CULPRITS: list[tuple[str, str]] = []
+
+
+def format_problem(problem: Problem | None, notes: list[str]) -> str:
+    """The human report: at most about twelve lines."""
+    lines = []
+    if problem is None:
+        lines.append("diagnose: no problem seen (no dtype/device mismatch, no inf/NaN, none of "
+                     "the gallery's hazard patterns)")  # fmt: skip
+    else:
+        where = f" at {problem.file}:{problem.line}" if problem.line else ""
+        lines += [
+            f"diagnose: {problem.kind} in {problem.module or 'the script'}{where}",
+            f"  what:      {problem.detail}",
+            f"  mechanism: {problem.mechanism}",
+        ]
+        if problem.case:
+            facts = case_facts(problem.case)
+            lines.append(f"  case:      cases/{problem.case} ({problem.family or '-'})")
+            if facts.get("fix"):
+                lines.append(f"  fix:       {facts['fix']}")
+        elif problem.family:
+            lines.append(f"  family:    {problem.family} (no case documents this mechanism)")
+    lines += [f"  note: {note}" for note in notes]
+    return "\n".join(lines)
+
+
+# --- running a user's script, as `python -m cProfile` does -------------------------------------
+
+
+def run(target: str, args: list[str], *, module: bool = False, backward: bool = False,
+        json_path: str | None = None) -> int:  # fmt: skip
+    """Run ``target`` (a script, or a module with ``module=True``) as ``__main__`` with
+    ``args`` under a :class:`Diagnosis`; print the report on stderr, write it to ``json_path``.
+
+    Returns the script's own exit status: ``sys.exit``'s code as Python would turn it into one,
+    1 after an uncaught exception (its traceback printed as Python prints it)."""
+    sys.argv = [target, *args]
+    if not module:
+        sys.path[0] = str(Path(target).resolve().parent)  # as `python SCRIPT` sets it
+    _forget_gallery_modules()
+    diagnosis = Diagnosis(backward=backward)
+    namespace, raised = {}, None
+    try:
+        with diagnosis:
+            try:
+                if module:
+                    namespace = runpy.run_module(target, run_name="__main__", alter_sys=True)
+                else:
+                    namespace = runpy.run_path(target, run_name="__main__")
+            except BaseException as exc:
+                raised = exc
+                namespace = _raising_globals(exc, target)
+            finally:
+                problem = _safely(diagnosis.problem, namespace, raised)
+                notes = diagnosis.notes()
+    finally:
+        namespace = None
+    if raised is not None and not isinstance(raised, SystemExit):
+        shown = raised.with_traceback(_from_script(raised.__traceback__))
+        sys.excepthook(type(shown), shown, shown.__traceback__)
+    sys.stdout.flush()
+    print(format_problem(problem, notes), file=sys.stderr)
+    if json_path:
+        record = {"problem": problem.as_json() if problem else None, "notes": notes}
+        Path(json_path).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    if isinstance(raised, SystemExit):
+        raise raised  # Python turns its code into the exit status (and prints a message)
+    return 1 if raised is not None else 0
+
+
+def _forget_gallery_modules() -> None:
+    """Take the gallery's ``shared*`` modules out of ``sys.modules`` (this module keeps its own
+    references): the script's ``import shared`` then finds its own package, or the gallery's
+    afresh from its path, as it would without diagnose."""
+    for name in [n for n in sys.modules if n == "shared" or n.startswith("shared.")]:
+        del sys.modules[name]
+
+
+def _safely(find, namespace, raised):
+    try:
+        return find(namespace, raised)
+    except Exception as exc:  # noqa: BLE001 - the diagnosis must never change the run
+        print(f"diagnose: the diagnosis itself failed ({exc!r}); the run is unchanged",
+              file=sys.stderr)  # fmt: skip
+        return None
+
+
+def _raising_globals(exc: BaseException, target: str) -> dict:
+    """The globals of the script's frame the exception passed through (its models)."""
+    tb, found = exc.__traceback__, {}
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__") == "__main__":
+            found = tb.tb_frame.f_globals
+        tb = tb.tb_next
+    return found
+
+
+def _from_script(tb):
+    """The traceback from the script's first frame on, as Python would print it: runpy's frames
+    and the watchers' (``__tracebackhide__``: OpWatch passing each call on) left out."""
+    while tb is not None and tb.tb_frame.f_globals.get("__name__") != "__main__":
+        tb = tb.tb_next
+    shown = []
+    while tb is not None:
+        if not tb.tb_frame.f_locals.get("__tracebackhide__"):
+            shown.append(tb)
+        tb = tb.tb_next
+    for outer, inner in zip(shown, shown[1:]):
+        outer.tb_next = inner
+    if shown:
+        shown[-1].tb_next = None
+    return shown[0] if shown else None

@@ -1,0 +1,98 @@
+"""The cost of ``python -m shared.culprit run``: one case's forward pass under a Diagnosis
+against the same pass without, in a process of its own (``benchmark`` runs one per case).
+
+    python -m shared.harness.overhead CASE     -> one JSON line: case, model, bare_s, diagnosed_s
+
+The case's first CPU-runnable passing variant runs once to build its model and inputs; the first
+outermost module call it makes (its model, its arguments) is then timed bare and diagnosed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import runpy
+import sys
+import time
+
+from shared.harness.catalog import load_case
+from shared.record import HARNESS_VARIABLE
+
+ROUNDS = 10
+
+
+def first_model_call(script) -> tuple:
+    """(module, args, kwargs) of the first outermost module call ``script`` completes."""
+    import torch
+    from torch.nn.modules import module as torch_module
+
+    calls, depth = [], [0]
+
+    def entering(module, args):
+        depth[0] += 1
+
+    def leaving(module, args, *rest):
+        depth[0] -= 1
+        kwargs = rest[0] if len(rest) == 2 else {}  # keyword arguments too (from_pretrained's)
+        if depth[0] == 0 and not calls:
+            calls.append((module, args, kwargs))
+
+    handles = [torch_module.register_module_forward_pre_hook(entering),
+               torch_module.register_module_forward_hook(leaving, with_kwargs=True,
+                                                         always_call=True)]  # fmt: skip
+    sys.path.insert(0, str(script.parent))
+    os.environ[HARNESS_VARIABLE] = "1"  # no by-hand verdict line
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), torch.no_grad():
+            runpy.run_path(str(script), run_name="__main__")
+    except BaseException:  # noqa: BLE001, S110 - a model called before the end is enough
+        pass
+    finally:
+        for handle in handles:
+            handle.remove()
+    return calls[0] if calls else (None, (), {})
+
+
+def seconds(module, args, kwargs, diagnosis) -> tuple[float, float]:
+    """The fastest of ROUNDS passes bare (before and after) and under ``diagnosis`` (after one
+    pass that meets the modules): a loaded machine slows some passes; the fastest is the least
+    disturbed."""
+    import torch
+
+    def fastest() -> float:
+        times = []
+        for _ in range(ROUNDS):
+            started = time.perf_counter()
+            module(*args, **kwargs)
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    with torch.no_grad():
+        module(*args, **kwargs)  # warm
+        bare = fastest()
+        with diagnosis:
+            module(*args, **kwargs)
+            diagnosed = fastest()
+        bare = min(bare, fastest())
+    return bare, diagnosed
+
+
+def main(case_name: str) -> None:
+    from shared.culprit.diagnose import Diagnosis
+
+    case = load_case(case_name)
+    variant = next(v for v in case.variants if v.expectation.expect == "pass"
+                   and not v.requires.cuda and not v.requires.gpus and v.launcher == "python")
+    module, args, kwargs = first_model_call(variant.script)
+    if module is None:
+        print(json.dumps({"case": case_name, "model": None}))
+        return
+    bare, diagnosed = seconds(module, args, kwargs, Diagnosis())
+    print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
+                      "bare_s": bare, "diagnosed_s": diagnosed}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

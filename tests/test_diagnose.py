@@ -1,0 +1,145 @@
+"""`python -m shared.culprit run`: scripts that are not cases, written from real reports'
+descriptions on other models than the cases use, each diagnosed right (module and mechanism); a
+clean one gets {"problem": null}; a project's own `shared` package stays its own; the script's
+exit status and output pass through. The gallery is its own test set: every variant of the one
+gallery run was run under the same diagnosis (the executor stores it in the variant's record)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from shared.hazards import MECHANISMS
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "tests" / "diagnose_scripts"
+
+
+def diagnose(*args: str, cwd: Path = SCRIPTS, module: str = "shared.culprit", tmp_path: Path):
+    """Run the diagnosis on a script as a user would; (process, the --json record)."""
+    report = tmp_path / "diagnosis.json"
+    command = [sys.executable, "-m", module]
+    command += ["run"] if module == "shared.culprit" else []
+    process = subprocess.run(
+        [*command, "--json", str(report), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+    record = json.loads(report.read_text()) if report.is_file() else None
+    return process, record
+
+
+# (script, module path, mechanism, case)
+DIAGNOSED = [
+    ("vision_tower_projector.py", "TinyVisionLanguage.mm_projector", "submodule-dtype", "minicpm"),
+    ("blocks_in_list.py", "ListEncoder.blocks[0].norm", "not-registered", "omnilmm"),
+    ("numpy_float64_regressor.py", "Sequential.0", "float64-data", "float64-input"),
+    ("fp16_activation_overflow.py", "FeedForward.up", "overflow", None),
+]
+
+
+@pytest.mark.parametrize(("script", "module", "mechanism", "case"), DIAGNOSED)
+def test_a_script_that_is_no_case_is_diagnosed(tmp_path, script, module, mechanism, case):
+    process, record = diagnose(script, tmp_path=tmp_path)
+    problem = record["problem"]
+    assert problem is not None, process.stderr
+    assert (problem["module"], problem["mechanism"]) == (module, MECHANISMS[mechanism].text)
+    assert problem["case"] == case
+    assert problem["family"] == MECHANISMS[mechanism].family or case
+    # The human report is on stderr, at most about twelve lines; stdout is the script's own.
+    report = process.stderr[process.stderr.index("diagnose:"):].splitlines()
+    assert len(report) <= 12 and module in report[0]
+    assert "diagnose" not in process.stdout
+
+
+def test_a_clean_script_gets_no_problem(tmp_path):
+    process, record = diagnose("clean_training_step.py", tmp_path=tmp_path)
+    assert process.returncode == 0, process.stderr
+    assert record == {"problem": None, "notes": []}
+    assert process.stdout.splitlines()[0] == "torch.bfloat16"  # the script's own output, as is
+    assert "no problem seen" in process.stderr
+
+
+def test_a_projects_own_shared_package_is_its_own(tmp_path):
+    project = SCRIPTS / "project_with_shared"
+    # Run from the project (its `shared` first on sys.path), by the name no project shadows...
+    process, record = diagnose("train.py", cwd=project, module="gallery_diagnose", tmp_path=tmp_path)
+    assert process.stdout == "shared is the user's project\n", process.stderr
+    assert process.returncode == 3 and record["problem"] is None
+    # ... and as `python -m shared.culprit run` from elsewhere: the script's folder comes first.
+    process, record = diagnose(str(project / "train.py"), cwd=ROOT, tmp_path=tmp_path)
+    assert process.stdout == "shared is the user's project\n", process.stderr
+    assert process.returncode == 3 and record["problem"] is None
+
+
+def test_a_module_runs_as_python_m_runs_it(tmp_path):
+    process, record = diagnose("-m", "numpy_float64_regressor", tmp_path=tmp_path)
+    assert process.returncode == 1
+    assert record["problem"]["mechanism"] == MECHANISMS["float64-data"].text
+
+
+def test_an_uncaught_exception_prints_its_traceback_and_exits_1(tmp_path):
+    process, record = diagnose("raises_value_error.py", tmp_path=tmp_path)
+    assert process.returncode == 1
+    traceback = process.stderr[: process.stderr.index("diagnose:")]
+    assert traceback.startswith("Traceback (most recent call last):\n")
+    assert 'raises_value_error.py", line 3, in <module>' in traceback
+    assert "runpy" not in traceback and "shared/culprit" not in traceback
+    assert traceback.rstrip().endswith("ValueError: the script's own error")
+    assert record["problem"]["kind"] == "error" and record["problem"]["case"] is None
+
+
+# --- the gallery as the test set: read from the one gallery run --------------------------------
+
+
+def _variants():
+    for path in sorted((ROOT / "cases").glob("[!_.]*/case.toml")):
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+        for variant in table["variant"]:
+            yield path.parent.name, variant
+
+
+# Broken variants the diagnosis does not name, and why (the test fails if one gets named: then
+# take it off this list). The record of the pinned run: 49 of 51 CPU-runnable broken variants
+# named with their case, 96 of 96 passing ones with no report.
+KNOWN_MISSES = {
+    # A RoPE buffer rounded on a short sequence: a note, not a report (fixed variants of other
+    # cases hold the same buffer and pass); the case's symptom is the bypass of a refusal.
+    "offload-move/bypass_bfloat16",
+    # The case's own dtype check raises before any module is called: nothing to observe (the
+    # diagnosis says so and sends the message to explain).
+    "onetrainer/broken_guarded",
+}
+
+
+def test_every_broken_variant_names_its_case_and_every_fixed_one_nothing(gallery):
+    wrong = []
+    for case, variant in _variants():
+        verdict = gallery.report(case).get(variant["name"])
+        if verdict is None or verdict["kind"] == "SKIPPED" or verdict["diagnosis"] is None:
+            continue
+        problem = verdict["diagnosis"]["problem"]
+        failed = [note for note in verdict["diagnosis"]["notes"] if "diagnosis failed" in note]
+        if failed:
+            wrong.append(f"{case}/{variant['name']}: {failed}")
+            continue
+        if verdict["kind"] in ("PASSED", "UNAFFECTED"):
+            if problem is not None:
+                wrong.append(f"{case}/{variant['name']}: false report {problem}")
+        elif verdict["kind"] in ("REPRODUCED",):
+            if problem is None or problem["case"] != case:
+                wrong.append(f"{case}/{variant['name']}: {problem and problem['case']} {problem}")
+            elif variant.get("culprit") and not re.search(variant["culprit"], problem["module"]):
+                wrong.append(f"{case}/{variant['name']}: culprit {problem['module']}")
+    missed = {line.split(":")[0] for line in wrong}
+    assert missed == KNOWN_MISSES, "\n".join(wrong)
