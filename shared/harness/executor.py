@@ -22,7 +22,7 @@ from pathlib import Path
 from shared.harness.paths import SHARED_DIR, relative, relative_text
 from shared.harness.report import ErrorRecord, ProcessResult, WarningRecord
 from shared.hazards import CULPRIT_WATCHER, FINDERS, SILENT_WATCHER
-from shared.record import HARNESS_VARIABLE, RECORD
+from shared.record import HARNESS_VARIABLE, RECORD, setting_of, watch_autocast
 
 RANK_VARIABLE = "RANK"  # set by torchrun for each rank
 # Set by the runner to the on-demand watchers a variant needs (names of shared.hazards.FINDERS,
@@ -46,6 +46,8 @@ def execute(script: Path, result_path: Path) -> int:
             for watcher in watchers.values():
                 watching.enter_context(watcher)
             watching.enter_context(_recording_warnings(result.warnings))
+            watching.enter_context(_autocast_watch())
+            called = watching.enter_context(_calls_watch())
             namespace = None  # the script's globals: its models stay alive while named
             try:
                 namespace = runpy.run_path(str(script), run_name="__main__")
@@ -54,8 +56,10 @@ def execute(script: Path, result_path: Path) -> int:
                     if hasattr(watcher, "resolve_paths"):
                         watcher.resolve_paths()
                 watched = watchers.values()
-                result.hazards = _hazards(namespace or _raising_globals(script), *watched)
-                del namespace
+                held = namespace or _raising_globals(script)
+                result.hazards = _hazards(held, *watched)
+                result.setting = _setting(held, called)
+                del namespace, held
     except SystemExit as exc:
         if exc.code not in (None, 0):
             result.status, result.exception = "raised", ErrorRecord.of(exc, gallery)
@@ -109,6 +113,71 @@ def _watchers() -> dict:
     }
 
 
+def _autocast_watch():
+    """The autocast regions the variant enters, recorded (shared.record.watch_autocast)."""
+    try:
+        import torch  # noqa: F401 - only where torch is installed
+    except ImportError:
+        return contextlib.nullcontext()
+    return watch_autocast()
+
+
+@contextlib.contextmanager
+def _calls_watch():
+    """The modules called while the variant runs (by id, in call order), for a script that
+    keeps its models inside functions."""
+    called: dict[int, object] = {}
+    try:
+        from torch.nn.modules.module import register_module_forward_pre_hook
+    except ImportError:
+        yield called
+        return
+
+    def remember(module, args) -> None:  # a pre-hook that returns something replaces args
+        called.setdefault(id(module), module)
+
+    handle = register_module_forward_pre_hook(remember)
+    try:
+        yield called
+    finally:
+        handle.remove()
+
+
+def _setting(namespace: dict, called: dict) -> dict:
+    """The setting the variant ran (shared.record.setting_of): the models it holds at its end,
+    the outermost modules it called that none of them holds (models kept inside functions; by
+    class, the first called of each) and the autocast it entered. A fixed variant's must be its
+    broken twin's (verdicts.setting_mismatch)."""
+    try:
+        models = _models(namespace)[0]
+        held = {id(m) for model in models.values() for m in model.modules()}
+        inside = {id(m) for module in called.values() for m in list(module.modules())[1:]}
+        for key, module in called.items():  # in call order: the first of a class is named
+            if key not in inside and key not in held:
+                models.setdefault(f"({type(module).__name__})", module)
+        return setting_of(models, RECORD["autocast"])
+    except Exception:  # noqa: BLE001 - recording must never break a verdict
+        return {}
+
+
+def _models(namespace: dict) -> tuple[dict, list[tuple[str, dict]]]:
+    """The outermost models the script holds (pipelines' components named
+    ``pipe.unet``), and the pipelines it holds by name."""
+    from torch import nn
+
+    models, pipelines = {}, []
+    for name, value in namespace.items():
+        components = getattr(value, "components", None)
+        if isinstance(value, nn.Module):
+            models[name] = value
+        elif isinstance(components, dict):
+            models.update({f"{name}.{k}": v for k, v in components.items()
+                           if isinstance(v, nn.Module)})  # fmt: skip
+            pipelines.append((name, value))
+    inside = {id(m) for model in models.values() for m in list(model.modules())[1:]}
+    return {n: m for n, m in models.items() if id(m) not in inside}, pipelines
+
+
 def _raising_globals(script: Path) -> dict:
     """The script's globals from the exception in flight (its models, as they were then)."""
     tb = sys.exc_info()[2]
@@ -125,7 +194,7 @@ def _hazards(namespace: dict, *watchers) -> list[dict]:
     while it ran."""
     try:
         import torch
-        from torch import nn, optim
+        from torch import optim
 
         from shared.culprit import (
             generator_hazards,
@@ -137,24 +206,18 @@ def _hazards(namespace: dict, *watchers) -> list[dict]:
     except ImportError:
         return []
     generators = {k: v for k, v in namespace.items() if isinstance(v, torch.Generator)}
-    models, found = {}, []
+    models, pipelines = _models(namespace)
+    found = []
     for name, value in namespace.items():
-        components = getattr(value, "components", None)
-        if isinstance(value, nn.Module):
-            models[name] = value
-        elif isinstance(value, optim.Optimizer):
+        if isinstance(value, optim.Optimizer):
             found += _named(name, optimizer_hazards, value)
-        elif isinstance(components, dict):
-            models.update({f"{name}.{k}": v for k, v in components.items()
-                           if isinstance(v, nn.Module)})  # fmt: skip
-            found += _named(name, pipeline_hazards, components)
-            device = getattr(value, "_execution_device", None)  # diffusers': where it draws
-            if generators and device is not None:
-                found += _named(name, generator_hazards, generators, device)
-    inside = {id(m) for model in models.values() for m in list(model.modules())[1:]}
-    for name, model in models.items():
-        if id(model) not in inside:  # a part of another model is audited as part of it
-            found += _named(name, hazards, model)
+    for name, pipeline in pipelines:
+        found += _named(name, pipeline_hazards, pipeline.components)
+        device = getattr(pipeline, "_execution_device", None)  # diffusers': where it draws
+        if generators and device is not None:
+            found += _named(name, generator_hazards, generators, device)
+    for name, model in models.items():  # a part of another model is audited as part of it
+        found += _named(name, hazards, model)
     return found + _named("", seen_hazards, *watchers)
 
 
