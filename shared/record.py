@@ -1,5 +1,6 @@
-"""What a running variant tells the harness: device, checks, measurements, knobs, and the
-exception it raised (:func:`raised`).
+"""What a running variant tells the harness: device, checks, measurements, knobs, the
+exception it raised (:func:`raised`), and the setting it ran (:func:`setting_of`: its models'
+parameter dtypes and quantized layers at its end, the autocast it entered).
 
 The helpers in ``shared.checks`` append here while a variant runs; the harness's executor
 writes it out with the outcome. Run by hand (``python cases/x/fixed.py``), the run ends with
@@ -17,8 +18,54 @@ import traceback
 import warnings
 from pathlib import Path
 
-# knobs: the arbitrary tiny-model choices this run made (shared.tiny_models.knob / tiny_seed).
-RECORD: dict = {"device": None, "checks": [], "measurements": [], "knobs": {}, "warnings": []}
+# knobs: the arbitrary tiny-model choices this run made (shared.tiny_models.knob / tiny_seed);
+# autocast: each autocast region entered, "autocast:<dtype>" (watch_autocast).
+RECORD: dict = {"device": None, "checks": [], "measurements": [], "knobs": {}, "warnings": [],
+                "autocast": []}  # fmt: skip
+
+# The setting a variant ran, as facts a fixed variant's twin must share (the harness's rule: a
+# fix proves it ran what its broken twin fails in): "<dtype>" (a floating dtype its models'
+# parameters hold), "quantized:<Layer>" (a quantized layer class), "autocast:<dtype>".
+QUANTIZED_MODULES = ("bitsandbytes.", "torch.ao.nn.quantized", "torch.nn.quantized")
+
+
+def setting_of(models: dict, autocast=()) -> dict:
+    """The setting a variant ran: per model it holds at its end (torch modules by name), the
+    floating dtypes of its parameters and its quantized layer classes; and the autocast regions
+    it entered. Facts sorted, as plain data."""
+    facts = {}
+    for name, model in models.items():
+        held = {str(p.dtype).removeprefix("torch.") for p in model.parameters()
+                if p.is_floating_point()}  # fmt: skip
+        held |= {f"quantized:{type(m).__name__}" for m in model.modules()
+                 if type(m).__module__.startswith(QUANTIZED_MODULES)}  # fmt: skip
+        facts[name] = sorted(held)
+    return {"models": facts, "autocast": sorted(autocast)}
+
+
+class watch_autocast:  # noqa: N801 - used as a context manager, like torch.autocast
+    """Record (in RECORD["autocast"]) each enabled autocast region a run enters: torch.autocast
+    and its device subclasses (torch.cuda.amp.autocast, torch.cpu.amp.autocast) alike."""
+
+    def __enter__(self):
+        from torch.amp.autocast_mode import autocast
+
+        self._autocast, self._enter = autocast, autocast.__enter__
+        enter = self._enter
+
+        def recording_enter(region):
+            if getattr(region, "_enabled", False):
+                dtype = str(getattr(region, "fast_dtype", "")).removeprefix("torch.")
+                fact = f"autocast:{dtype}"
+                if fact not in RECORD["autocast"]:
+                    RECORD["autocast"].append(fact)
+            return enter(region)
+
+        autocast.__enter__ = recording_enter
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._autocast.__enter__ = self._enter
 
 
 # Run by hand (``python cases/<case>/<variant>.py``), a variant ends with the line the harness

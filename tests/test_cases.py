@@ -241,3 +241,40 @@ def test_a_cuda_only_variant_run_by_hand_without_cuda_says_so(
     assert run.returncode != 0, run.stdout[-2000:]
     assert "CUDA" in run.stdout + run.stderr
     assert last == _expected_line(case, variant, verdict)
+
+
+# A failure no stored CPU run can show: bnb-quantized-to's move is refused only before
+# transformers 4.45, and 4-bit on the CPU arrived in transformers 4.53: a GPU stack shows it.
+FAILS_ONLY_ON_A_GPU_STACK = {("bnb-quantized-to", "broken_device")}
+
+
+def test_a_failure_the_session_does_not_show_is_given_the_command_that_shows_it(gallery):
+    """Every failing variant that ran clean in the session (UNAFFECTED) is followed by the one
+    command that runs it where it fails: a stored set where it REPRODUCED on the CPU and that
+    its case.toml documents it failing on (derived from `when` and the stored sets)."""
+    from shared.harness.lines import failure_command
+    from shared.harness.matrix import all_rows
+
+    rows = tuple(all_rows())
+    unaffected = [
+        (case, variant)
+        for case in CASES.values()
+        for variant in case.variants
+        if gallery.report(case.name).get(variant.name, {}).get("kind") == UNAFFECTED
+    ]
+    assert unaffected, "the pinned set shows every failure: nothing to check"  # fmt: skip
+    for case, variant in unaffected:
+        command = failure_command(case, variant, rows)
+        if (case.name, variant.name) in FAILS_ONLY_ON_A_GPU_STACK:
+            assert command.startswith("no stored run shows it fail on the CPU; case.toml")
+            continue
+        found = re.match(r'to see it fail: nox -s "matrix\((?P<set>[^)]+)\)" -- (?P<case>\S+)',
+                         command)  # fmt: skip
+        assert found and found["case"] == case.name, (case.name, variant.name, command)
+        there = [row for row in rows if (row.set, row.case, row.variant)
+                 == (found["set"], case.name, variant.name)]  # fmt: skip
+        assert there and there[0].verdict == REPRODUCED, (case.name, variant.name, found["set"])
+        expectation = variant.expectation_for(there[0].versions, "cpu")
+        assert expectation.expect in ("error", "symptom", "warning"), (case.name, variant.name)
+        shown = gallery.process.stdout.split(f"\n{case.name}: ", 1)[1].split("  => ", 1)[0]
+        assert command in shown, (case.name, variant.name)

@@ -575,3 +575,51 @@ def test_benchmark_sweep_dates_are_the_configured_ones():
     assert dates_to_measure([first.isoformat()]) == [first]
     with pytest.raises(SystemExit, match="not a sweep date: 2024-02-30"):
         dates_to_measure(["2024-02-30"])
+
+
+def _stripped_copy(tmp_path: Path, case: str, script: str, old: str, new: str) -> Path:
+    """A copy of a real case whose ``script`` has ``old`` replaced by ``new``: a fix as a careless
+    contributor might leave it (the copy is temporary, never a committed case)."""
+    cases_dir = tmp_path / "cases"
+    shutil.copytree(ROOT / "cases" / case, cases_dir / case)
+    path = cases_dir / case / script
+    source = path.read_text(encoding="utf-8")
+    assert old in source, f"{case}/{script} no longer holds {old!r}: update this test"
+    path.write_text(source.replace(old, new), encoding="utf-8")
+    return cases_dir
+
+
+@pytest.mark.parametrize(
+    ("case", "broken", "fixed", "old", "new", "dropped"),
+    [
+        # Its float16 cast removed: everything runs float32, the merge never mismatches.
+        ("index-put-embed-merge", "broken_fp16_upcast_norm", "fixed_fp16_upcast_norm",
+         "model.to(torch.float16)\n", "", "`model` drops float16"),
+        # Loaded without 4-bit quantization: no bitsandbytes layer is ever moved.
+        ("bnb-quantized-to", "broken_device", "fixed_device",
+         "model = load_4bit(checkpoint, device, torch.float32)",
+         "from transformers import LlamaForCausalLM\n"
+         "model = LlamaForCausalLM.from_pretrained(checkpoint).to(device)",
+         "`model` drops quantized:Linear4bit"),
+    ],
+)  # fmt: skip
+def test_a_fix_stripped_of_its_setting_fails(tmp_path, case, broken, fixed, old, new, dropped):
+    """A fixed variant that passes its checks without the setting its broken twin fails in (the
+    half weights, the quantized layers) is FIX-FAILED, naming what it dropped; the same fix as
+    committed passes in the same run."""
+    cases_dir = _stripped_copy(tmp_path, case, f"{fixed}.py", old, new)
+    run = run_gallery(
+        case, "--cases-dir", str(cases_dir), "--only", broken, "--only", fixed,
+        report_dir=tmp_path / "stripped",
+    )  # fmt: skip
+    stripped = read_report(tmp_path / "stripped", case)
+    assert stripped[fixed]["kind"] == "FIX-FAILED", run.stdout[-3000:]
+    assert f"ran another setting than {broken}" in stripped[fixed]["detail"]
+    assert dropped in stripped[fixed]["detail"]
+    assert run.returncode == 1
+    as_committed = run_gallery(
+        case, "--only", broken, "--only", fixed, report_dir=tmp_path / "committed"
+    )
+    committed = read_report(tmp_path / "committed", case)
+    assert committed[fixed]["kind"] == "PASSED", as_committed.stdout[-3000:]
+    assert committed[fixed]["setting"]["models"] == committed[broken]["setting"]["models"]

@@ -80,6 +80,12 @@ def test_when_entries_pick_the_expectation_by_version_and_device(tmp_path):
         (("gpus = 2", "gpus = -1"), "gpus a whole number"),
         (('expect = "pass"', "expect = \"pass\"\nmessage = 'x'"), "takes no ['message']"),
         (('expect = "pass"', 'expect = "pass"\nfixes = "nothing"'), "fixes = 'nothing' must"),
+        (('expect = "pass"', 'expect = "pass"\nfix_changes = ["adds float32"]'),
+         "fix_changes needs fixes"),
+        (('expect = "pass"', 'expect = "pass"\nfixes = "broken"\nfix_changes = ["adds fp32"]'),
+         "fix_changes must be a list of 'adds <fact>' / 'drops <fact>'"),
+        (('expect = "pass"', 'expect = "pass"\nfixes = "broken"\nfix_changes = "adds float32"'),
+         "fix_changes must be a list"),
         (('expect = "pass"', 'expect = "symptom"\nsymptom = "x"'), "exactly one of 'above'"),
         (('expect = "pass"', 'expect = "symptom"\nabove = 1'), "needs 'symptom'"),
         (('expect = "pass"', 'expect = "symptom"\nsymptom = "x"\nabove = "1"'), "a number"),
@@ -163,6 +169,51 @@ def test_fixes_names_a_failing_variant_and_is_kept(tmp_path):
     toml = GOOD.replace('expect = "pass"', 'expect = "pass"\nfixes = "broken"', 1)
     case = load_case("demo", make_case(tmp_path, toml))
     assert case.variants[1].fixes == "broken"
+
+
+def test_fix_changes_are_what_the_fix_may_change_in_its_twins_setting(tmp_path):
+    """A fix runs its twin's setting (models by name, autocast), but for what it declares."""
+    from shared.harness.report import ProcessResult
+
+    declared = '["drops float16", "adds float32", "adds autocast:bfloat16"]'
+    toml = GOOD.replace(
+        'expect = "pass"', f'expect = "pass"\nfixes = "broken"\nfix_changes = {declared}'
+    )
+    fixed = load_case("demo", make_case(tmp_path, toml)).variants[1]
+    assert fixed.setting_changes == ({"float32", "autocast:bfloat16"}, {"float16"})
+
+    def ran(models: dict, autocast=()) -> ProcessResult:
+        return ProcessResult(setting={"models": models, "autocast": list(autocast)})
+
+    twin = ran({"model": ["float16", "quantized:Linear4bit"], "reference": ["float32"]})
+    as_declared = ran({"model": ["float32", "quantized:Linear4bit"]}, ["autocast:bfloat16"])
+    assert verdicts.setting_mismatch(fixed, as_declared, twin) == ""
+    unquantized = ran({"model": ["float32"]})
+    stripped = verdicts.setting_mismatch(fixed, unquantized, twin)
+    assert "`model` drops quantized:Linear4bit" in stripped
+    undeclared = ran({"model": ["bfloat16", "quantized:Linear4bit"]}, ["autocast:float16"])
+    found = verdicts.setting_mismatch(fixed, undeclared, twin)
+    assert "autocast adds autocast:float16" in found and "`model` adds bfloat16" in found
+    assert verdicts.setting_mismatch(fixed, unquantized, None) == ""  # no twin ran: not judged
+    assert verdicts.setting_mismatch(fixed, unquantized, ran({})) == ""  # it recorded nothing
+
+
+def test_every_fix_changes_entry_names_a_change_the_pinned_run_needs(gallery):
+    """A declaration is no blanket: each fact a fix declares it adds (drops) is one its model or
+    autocast holds (its twin holds) in the session's run, where both ran."""
+    for name in case_names():
+        report = gallery.report(name)
+        for variant in load_case(name).variants:
+            if not variant.fix_changes or variant.name not in report or variant.fixes not in report:
+                continue
+            ours, theirs = report[variant.name]["setting"], report[variant.fixes]["setting"]
+            if not ours or not theirs or report[variant.fixes]["kind"] == "SKIPPED":
+                continue
+            held = {side: set(s.get("autocast", [])).union(*s.get("models", {}).values())
+                    for side, s in (("ours", ours), ("theirs", theirs))}  # fmt: skip
+            adds, drops = variant.setting_changes
+            assert adds <= held["ours"], (name, variant.name, adds - held["ours"])
+            assert drops <= held["theirs"], (name, variant.name, drops - held["theirs"])
 
 
 SILENT = """

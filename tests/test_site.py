@@ -135,7 +135,7 @@ def cases_dir(tmp_path_factory) -> Path:
     shutil.copytree(ROOT / "cases" / "minicpm", cases / "minicpm",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
     toml = cases / "minicpm" / "case.toml"
-    text = re.sub(r"\nfixes = .*", "", toml.read_text(encoding="utf-8"))
+    text = re.sub(r"\nfix(es|_changes) = .*", "", toml.read_text(encoding="utf-8"))
     for fixed in ("fixed", "fixed_autocast"):
         text = text.replace(f'name = "{fixed}"\n', f'name = "{fixed}"\nfixes = "broken"\n')
     toml.write_text(text, encoding="utf-8")

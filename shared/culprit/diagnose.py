@@ -305,29 +305,40 @@ class Diagnosis:
 # --- what the run holds ------------------------------------------------------------------------
 
 
+def held_models(namespace: dict) -> tuple[dict, list[tuple[str, object]]]:
+    """The outermost models in ``namespace`` (a pipeline's components named ``pipe.unet``), and
+    the pipelines it holds, by name."""
+    models, pipelines = {}, []
+    for name, value in namespace.items():
+        components = getattr(value, "components", None) if not isinstance(value, type) else None
+        if isinstance(value, nn.Module):
+            models[name] = value
+        elif isinstance(components, dict):
+            models.update({f"{name}.{k}": v for k, v in components.items()
+                           if isinstance(v, nn.Module)})  # fmt: skip
+            pipelines.append((name, value))
+    inside = {id(m) for model in models.values() for m in list(model.modules())[1:]}
+    return {n: m for n, m in models.items() if id(m) not in inside}, pipelines
+
+
 def held_hazards(namespace: dict, *watchers) -> list[dict]:
     """The hazard patterns (shared.culprit) of every model, pipeline and optimizer in
     ``namespace`` (a pipeline with the generators it holds), and those the watchers saw while
     the run went on; each as a record naming what it was found in."""
     generators = {k: v for k, v in namespace.items() if isinstance(v, torch.Generator)}
-    models, found = {}, []
+    models, pipelines = held_models(namespace)
+    found = []
     for name, value in namespace.items():
-        components = getattr(value, "components", None) if not isinstance(value, type) else None
-        if isinstance(value, nn.Module):
-            models[name] = value
-        elif isinstance(value, optim.Optimizer):
+        if isinstance(value, optim.Optimizer):
             found += _named(name, optimizer_hazards, value)
-        elif isinstance(components, dict):
-            models.update({f"{name}.{k}": v for k, v in components.items()
-                           if isinstance(v, nn.Module)})  # fmt: skip
-            found += _named(name, pipeline_hazards, components)
-            device = getattr(value, "_execution_device", None)  # diffusers': where it draws
-            if generators and device is not None:
-                found += _named(name, generator_hazards, generators, device)
-    inside = {id(m) for model in models.values() for m in list(model.modules())[1:]}
+    for name, pipeline in pipelines:
+        found += _named(name, pipeline_hazards, pipeline.components)
+        device = getattr(pipeline, "_execution_device", None)  # diffusers': where it draws
+        if generators and device is not None:
+            found += _named(name, generator_hazards, generators, device)
     audited = set()
-    for name, model in models.items():
-        if id(model) not in inside and id(model) not in audited:  # parts go with their model
+    for name, model in models.items():  # parts go with their model; one model under two names once
+        if id(model) not in audited:
             audited.add(id(model))
             found += _named(name, hazards, model)
     return found + _named("", seen_hazards, *watchers)

@@ -21,6 +21,7 @@ from shared.harness.paths import CASES_DIR, relative
 from shared.harness.verdicts import (
     EXPECTATION_KEYS,
     FAILURES,
+    FIX_CHANGE,
     SILENT_FAILURES,
     VERSIONED_PACKAGES,
     Expectation,
@@ -60,7 +61,7 @@ CASE_KEYS = ("title", "summary", "cause", "fix", "asks", "phrases", "project", "
              "hazard", "era", "era_start", "usual_cause_of", "requires", "variant")  # fmt: skip
 USUAL_CAUSE_KEYS = ("pattern", "named", "unless_named", "variant")
 VARIANT_KEYS = ("name", "script", "timeout", "launcher", "ranks", "requires", "when", "fixes",
-                "audit", *EXPECTATION_KEYS)  # fmt: skip
+                "fix_changes", "audit", *EXPECTATION_KEYS)  # fmt: skip
 # What the audit (shared.culprit) finds in a variant: the case's hazard ("flagged"), not it
 # ("clean"), or another pattern named by its kind (a variant that fails another way).
 AUDITS = ("flagged", "clean")
@@ -115,7 +116,17 @@ class Variant:
     launcher: str = "python"
     ranks: int = 1
     fixes: str = ""  # the broken variant this one fixes: their diff is the fix
+    # What the fix changes in the setting its twin fails in ("adds float32", "drops float16":
+    # verdicts.FIX_CHANGE); anything else differing is FIX-FAILED (verdicts.setting_mismatch).
+    fix_changes: tuple[str, ...] = ()
     audit: str = ""  # "flagged" / "clean": the case's hazard in the models it ends with
+
+    @property
+    def setting_changes(self) -> tuple[set[str], set[str]]:
+        """The setting facts the fix declares it adds, and those it drops."""
+        changes = [change.split(" ", 1) for change in self.fix_changes]
+        return ({fact for how, fact in changes if how == "adds"},
+                {fact for how, fact in changes if how == "drops"})  # fmt: skip
 
     @property
     def may_fail_silently(self) -> bool:
@@ -357,8 +368,24 @@ def _parse_variant(raw: dict, folder: Path, case_requires: Requirements, where: 
         launcher=launcher,
         ranks=ranks,
         fixes=_optional_str(raw, "fixes", where),
+        fix_changes=_fix_changes(raw, where),
         audit=_audit(raw, where),
     )
+
+
+def _fix_changes(raw: dict, where: str) -> tuple[str, ...]:
+    changes = raw.get("fix_changes", [])
+    if changes and not raw.get("fixes"):
+        raise CaseError(f"{where}: fix_changes needs fixes = '<the broken variant>'")
+    if not isinstance(changes, list) or not all(
+        isinstance(change, str) and FIX_CHANGE.fullmatch(change) for change in changes
+    ):
+        raise CaseError(
+            f"{where}: fix_changes must be a list of 'adds <fact>' / 'drops <fact>', a fact "
+            f"being a dtype, quantized:<Layer> or autocast:<dtype> (/{FIX_CHANGE.pattern}/), "
+            f"got {changes!r}"
+        )
+    return tuple(changes)
 
 
 def _audit(raw: dict, where: str) -> str:

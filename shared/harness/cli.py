@@ -33,7 +33,7 @@ from shared.harness.catalog import (
     load_case,
 )
 from shared.harness.environment import LIBRARIES, ImportFailure, import_failures
-from shared.harness.lines import case_summary, verdict_row
+from shared.harness.lines import case_summary, failure_line, verdict_row
 from shared.harness.paths import CASES_DIR, RUNS_DIR, WORK_DIR
 from shared.harness.report import CaseReport, Outcome, Verdict
 from shared.harness.runner import (
@@ -168,6 +168,7 @@ def _unimportable(cases: list[Case], method: str) -> list[ImportFailure]:
 class Planned:
     """One variant as the plan has it: the job that runs it, or why it cannot run here."""
 
+    case: str
     variant: Variant
     job: Job | None
     not_run: str = ""
@@ -186,10 +187,11 @@ def plan(cases: list[Case], platform: Platform, run_dir: Path, parallel: int) ->
                 device = rank_backend(ranks, platform.cuda_devices)[1]
             reason = skip_reason(variant.requires, platform, device)
             if reason:
-                planned.append(Planned(variant, None, reason))
+                planned.append(Planned(case.name, variant, None, reason))
             else:
                 work_dir = run_dir / case.name / variant.name
-                planned.append(Planned(variant, Job(case, variant, work_dir, threads, ranks)))
+                job = Job(case, variant, work_dir, threads, ranks)
+                planned.append(Planned(case.name, variant, job))
     return planned
 
 
@@ -204,8 +206,21 @@ def run_planned(planned: list[Planned], parallel: int) -> Iterator[Outcome]:
 def judge_each(
     planned: list[Planned], outcomes: Iterator[Outcome], platform: Platform
 ) -> Iterator[Verdict]:
+    """Each variant's verdict, in plan order, as soon as its outcome and (a fixed variant) its
+    broken twin's are in: a fix is judged against the setting its twin ran."""
+    planned_keys = {(each.case, each.variant.name) for each in planned}
+    seen: dict[tuple[str, str], Outcome] = {}
+    waiting: list[Planned] = []
     for each, outcome in zip(planned, outcomes, strict=True):
-        yield judge(each.variant, outcome, platform)
+        seen[each.case, each.variant.name] = outcome
+        waiting.append(each)
+        while waiting:
+            twin = (waiting[0].case, waiting[0].variant.fixes)
+            if twin in planned_keys and twin not in seen:
+                break  # the twin runs later in the plan
+            first = waiting.pop(0)
+            key = (first.case, first.variant.name)
+            yield judge(first.variant, seen[key], platform, seen.get(twin))
 
 
 def report(
@@ -221,9 +236,12 @@ def report(
     for case in cases:
         print(f"\n{case.name}: {case.title}\n  upstream: {case.issue}")
         case_verdicts = []
-        for _ in case.variants:
+        for variant in case.variants:
             case_verdicts.append(next(verdicts))
             print(verdict_row(case_verdicts[-1]))
+            shown_elsewhere = failure_line(case, variant, case_verdicts[-1])
+            if shown_elsewhere:
+                print(shown_elsewhere)
         print(case_summary(case.name, case_verdicts))
         _case_report(case, platform, case_verdicts).write(report_dir)
         every += case_verdicts

@@ -21,7 +21,7 @@ from pathlib import Path
 from shared.harness.paths import SHARED_DIR, relative, relative_text
 from shared.harness.report import ErrorRecord, ProcessResult, WarningRecord
 from shared.hazards import CULPRIT_WATCHER, FINDERS, SILENT_WATCHER
-from shared.record import HARNESS_VARIABLE, RECORD
+from shared.record import HARNESS_VARIABLE, RECORD, setting_of, watch_autocast
 
 RANK_VARIABLE = "RANK"  # set by torchrun for each rank
 # Set by the runner to the on-demand watchers a variant needs (names of shared.hazards.FINDERS,
@@ -50,6 +50,8 @@ def execute(script: Path, result_path: Path) -> int:
                 if watcher not in diagnosis_watchers:
                     watching.enter_context(watcher)
             watching.enter_context(_recording_warnings(result.warnings))
+            watching.enter_context(_autocast_watch())
+            called = watching.enter_context(_calls_watch())
             namespace = None  # the script's globals: its models stay alive while named
             try:
                 namespace = runpy.run_path(str(script), run_name="__main__")
@@ -61,6 +63,7 @@ def execute(script: Path, result_path: Path) -> int:
                 result.hazards = _hazards(namespace, *watchers.values())
                 others = [w for w in watchers.values() if w not in diagnosis_watchers]
                 result.diagnosis = _diagnose(diagnosis, namespace, sys.exc_info()[1], *others)
+                result.setting = _setting(namespace, called)
                 del namespace
     except SystemExit as exc:
         if exc.code not in (None, 0):
@@ -142,6 +145,55 @@ def _watchers(diagnosis) -> dict:
         for name, finder in FINDERS.items()
         if finder.watcher and (finder.always or name in wanted)
     }
+
+
+def _autocast_watch():
+    """The autocast regions the variant enters, recorded (shared.record.watch_autocast)."""
+    try:
+        import torch  # noqa: F401 - only where torch is installed
+    except ImportError:
+        return contextlib.nullcontext()
+    return watch_autocast()
+
+
+@contextlib.contextmanager
+def _calls_watch():
+    """The modules called while the variant runs (by id, in call order), for a script that
+    keeps its models inside functions."""
+    called: dict[int, object] = {}
+    try:
+        from torch.nn.modules.module import register_module_forward_pre_hook
+    except ImportError:
+        yield called
+        return
+
+    def remember(module, args) -> None:  # a pre-hook that returns something replaces args
+        called.setdefault(id(module), module)
+
+    handle = register_module_forward_pre_hook(remember)
+    try:
+        yield called
+    finally:
+        handle.remove()
+
+
+def _setting(namespace: dict, called: dict) -> dict:
+    """The setting the variant ran (shared.record.setting_of): the models it holds at its end,
+    the outermost modules it called that none of them holds (models kept inside functions; by
+    class, the first called of each) and the autocast it entered. A fixed variant's must be its
+    broken twin's (verdicts.setting_mismatch)."""
+    try:
+        from shared.culprit.diagnose import held_models
+
+        models = held_models(namespace)[0]
+        held = {id(m) for model in models.values() for m in model.modules()}
+        inside = {id(m) for module in called.values() for m in list(module.modules())[1:]}
+        for key, module in called.items():  # in call order: the first of a class is named
+            if key not in inside and key not in held:
+                models.setdefault(f"({type(module).__name__})", module)
+        return setting_of(models, RECORD["autocast"])
+    except Exception:  # noqa: BLE001 - recording must never break a verdict
+        return {}
 
 
 def _raising_globals(script: Path) -> dict:

@@ -4,13 +4,24 @@ a run by hand ends with."""
 
 from __future__ import annotations
 
+import datetime
+import functools
 import textwrap
 from dataclasses import dataclass
 
-from shared.harness.catalog import Variant
-from shared.harness.matrix import all_rows, flip_text, flips, stored_bisections
+from shared.harness.catalog import Case, Variant
+from shared.harness.library_sets import PINNED, named_sets, set_date
+from shared.harness.matrix import Row, all_rows, flip_text, flips, stored_bisections
 from shared.harness.report import Verdict
-from shared.harness.verdicts import ANOMALIES, PASSED, REPRODUCED, SKIPPED, UNAFFECTED, Platform
+from shared.harness.verdicts import (
+    ANOMALIES,
+    FAILURES,
+    PASSED,
+    REPRODUCED,
+    SKIPPED,
+    UNAFFECTED,
+    Platform,
+)
 
 KIND_WIDTH, NAME_WIDTH = 14, 26
 PREFIX = "gallery verdict:"  # a run by hand's last line
@@ -90,10 +101,10 @@ def by_hand_line(case: str, variant: Variant, verdict: Verdict, platform: Platfo
     return f"{PREFIX} {verdict.kind}: NOT as documented: {verdict.detail}"
 
 
-def _where_it_exists(variant: Variant, case: str) -> str:
+def _where_it_exists(variant: Variant, case: str, measured: bool = True) -> str:
     """The matrix's measured flip of the variant, else what its ``when`` entries declare."""
-    rows = [row for row in all_rows() if (row.case, row.variant) == (case, variant.name)]
-    found = flips(rows, stored_bisections())
+    rows = [row for row in _stored_rows() if (row.case, row.variant) == (case, variant.name)]
+    found = flips(rows, stored_bisections()) if measured else []
     if found:
         return f"measured: {flip_text(found[0])}"
 
@@ -104,4 +115,54 @@ def _where_it_exists(variant: Variant, case: str) -> str:
         where = [spec(c) for c in variant.conditions if c.expectation.expect != "absent"]
         return f"case.toml documents it on {'; '.join(where)}" if where else ""
     where = [spec(c) for c in variant.conditions if c.expectation.expect == "absent"]
-    return f"case.toml documents it on the versions outside {'; '.join(where)}"
+    return f"case.toml documents it on the versions outside {'; '.join(where)}" if where else ""
+
+
+@functools.cache
+def _stored_rows() -> tuple[Row, ...]:
+    return tuple(all_rows())
+
+
+def failure_command(case: Case, variant: Variant, rows: tuple[Row, ...] | None = None) -> str:
+    """For a failing variant that ran clean here (UNAFFECTED) or could not run (SKIPPED): the one
+    command that shows its failure, on a stored library set where it REPRODUCED on the CPU and
+    that its case.toml documents it failing on (a `when` entry holds for the set's versions).
+    Of those: a set ``[tool.gallery.matrix]`` declares, else the newest dated one. Where no
+    stored run shows it: the versions case.toml documents it on. "" for a fixed variant."""
+    expectations = (variant.expectation, *(c.expectation for c in variant.conditions))
+    if not any(expectation.expect in FAILURES for expectation in expectations):
+        return ""
+    rows = _stored_rows() if rows is None else rows
+    declared = set(named_sets()) - {PINNED, "latest"}  # the stacks that stay as stored
+    shown = [
+        row for row in rows
+        if (row.case, row.variant) == (case.name, variant.name) and row.verdict == REPRODUCED
+        and row.device == "cpu" and row.set in declared
+        and variant.expectation_for(row.versions, "cpu").expect in FAILURES
+    ]  # fmt: skip
+    if not shown:
+        documented = _where_it_exists(variant, case.name, measured=False)
+        return f"no stored run shows it fail on the CPU; {documented}" if documented else ""
+    best = min(
+        shown,
+        key=lambda row: (
+            set_date(row.set) is not None,
+            -(set_date(row.set) or datetime.date.min).toordinal(),
+        ),
+    )
+    named = dict.fromkeys(["torch", *sorted({n for c in variant.conditions for n in c.packages})])
+    versions = ", ".join(f"{name} {best.versions[name]}" for name in named
+                         if best.versions.get(name))  # fmt: skip
+    return (f'to see it fail: nox -s "matrix({best.set})" -- {case.name}   '
+            f"(stored: {REPRODUCED} there, on {versions})")  # fmt: skip
+
+
+def failure_line(case: Case, variant: Variant, verdict: Verdict) -> str:
+    """The line under a failing variant's verdict that shows no failure here (UNAFFECTED, or
+    SKIPPED where a stored set shows it): where and how a learner sees it fail."""
+    if verdict.kind not in (UNAFFECTED, SKIPPED):
+        return ""
+    command = failure_command(case, variant)
+    if verdict.kind == SKIPPED and not command.startswith("to see it fail"):
+        return ""  # the skip's reason says what it needs
+    return f"  {'':<{KIND_WIDTH}} {command}" if command else ""

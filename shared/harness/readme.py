@@ -210,6 +210,63 @@ def how_to_run_section(case: Case) -> list[str]:
     ]
 
 
+# A version boundary the hand-written story states: "transformers >= 4.45", "before torch 2.0".
+_LIBRARY = "|".join(VERSIONED_PACKAGES)
+BOUNDARY = re.compile(
+    rf"\b(?:(?:from|since|before|until|up to|after|below)\s+(?P<said>{_LIBRARY})"
+    rf"\s+(?:(?:>=|<=|<|>)\s*)?|(?P<named>{_LIBRARY})\s*(?:>=|<=|<|>)\s*)"
+    r"(?P<version>\d+\.\d+(?:\.\d+)?)"
+)
+# Where a sentence says its boundary was read (in a library's source), not run.
+READ_NOT_RUN = re.compile(r"\bread in\b|\bnever (measured|run)\b|\bnot measured\b")
+
+
+def _versions_on_record(case: Case, rows: list, bisections: list) -> dict[str, set[str]]:
+    """Per library, the versions the case's data holds: its `when` entries' and requirements'
+    bounds, its era, its bisections' adjacent releases and the versions its stored runs ran."""
+    known: dict[str, set[str]] = {name: set() for name in VERSIONED_PACKAGES}
+    for variant in case.variants:
+        specs = [*variant.requires.packages.items(), *variant.requires.cpu_packages.items(),
+                 *(item for c in variant.conditions for item in c.packages.items())]  # fmt: skip
+        for name, spec in specs:
+            known.setdefault(name, set()).update(each.version for each in spec)
+    for found in BOUNDARY.finditer(case.era):
+        known[found["said"] or found["named"]].add(found["version"])
+    for bisection in bisections:
+        if bisection.case == case.name:
+            known[bisection.package] |= {bisection.last_before, bisection.first_changed}
+    for row in rows:
+        if row.case == case.name:
+            for name, version in row.versions.items():
+                known.setdefault(name, set()).add(version)
+    return known
+
+
+def unbacked_boundaries(case: Case, rows: list, bisections: list) -> list[str]:
+    """The version boundaries the case README's hand-written story states that no record of
+    this case (nor of a case the same sentence names) holds and the sentence does not say it
+    read in source: each must come from the data, or say where it was read."""
+    story = (case.folder / "README.md").read_text(encoding="utf-8").split(CASE_BEGIN)[0]
+    own = _versions_on_record(case, rows, bisections)
+    unbacked = []
+    for sentence in re.split(r"(?<=[.;:])\s+(?=[A-Z`(\[])|\n\s*\n", story):
+        if READ_NOT_RUN.search(sentence):
+            continue
+        others = [
+            load_case(name)
+            for name in case_names()
+            if name != case.name
+            and re.search(rf"`{re.escape(name)}`|\(\.\./{re.escape(name)}/?\)", sentence)
+        ]
+        known = [own, *(_versions_on_record(other, rows, bisections) for other in others)]
+        for found in BOUNDARY.finditer(sentence):
+            package, version = found["said"] or found["named"], found["version"]
+            if not any(k == version or k.startswith(f"{version}.") or version.startswith(f"{k}.")
+                       for record in known for k in record.get(package, ())):  # fmt: skip
+                unbacked.append(f"{package} {version}: {' '.join(sentence.split())[:160]}")
+    return unbacked
+
+
 def facts(case: Case, rows: list, found_flips: list[dict]) -> str:
     sections = [variants_section(case), versions_section(case, rows, found_flips),
                 how_to_run_section(case)]  # fmt: skip

@@ -97,6 +97,9 @@ class ProcessResult:
     producer: dict | None = None  # the first module that produced inf/NaN (silent failures)
     hazards: list[dict] = field(default_factory=list)  # shared.culprit.hazards of its models
     diagnosis: dict | None = None  # what `python -m shared.culprit run` reports of the run
+    # The setting it ran (shared.record.setting_of): its models' dtypes and quantized layers at
+    # its end, the autocast it entered; a fix's must be its broken twin's (verdicts.judge).
+    setting: dict = field(default_factory=dict)
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(dataclasses.asdict(self), indent=2), encoding="utf-8")
@@ -151,6 +154,7 @@ class Verdict:
     producer: dict | None = None  # the first module whose output became inf/NaN (silent ones)
     hazards: list[dict] = field(default_factory=list)  # hazard patterns of its models at its end
     diagnosis: dict | None = None  # `python -m shared.culprit run`'s report of the run
+    setting: dict = field(default_factory=dict)  # its models' dtypes, quantized layers, autocast
     output_tail: str = ""  # the last lines the variant printed: the evidence
 
     @classmethod

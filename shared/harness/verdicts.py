@@ -231,15 +231,18 @@ def skip_reason(requires: Requirements, platform: Platform, device: str = "") ->
     return None
 
 
-def judge(variant: Variant, outcome: Outcome, platform: Platform) -> Verdict:
+def judge(
+    variant: Variant, outcome: Outcome, platform: Platform, twin: Outcome | None = None
+) -> Verdict:
     """The one place a verdict is made: every kind, SKIPPED included (never a pass: it always
-    says why the variant did not run)."""
-    verdict = _judge(variant, outcome, platform)
+    says why the variant did not run). ``twin``: the outcome of the broken variant a fixed one
+    fixes (its ``fixes``), whose setting a fix must have run (:func:`setting_mismatch`)."""
+    verdict = _judge(variant, outcome, platform, twin)
     verdict.variant = variant.name
     return verdict
 
 
-def _judge(variant: Variant, outcome: Outcome, platform: Platform) -> Verdict:
+def _judge(variant: Variant, outcome: Outcome, platform: Platform, twin: Outcome | None) -> Verdict:
     if outcome.not_run:
         return Verdict(SKIPPED, outcome.not_run)
     if outcome.timed_out:
@@ -259,18 +262,29 @@ def _judge(variant: Variant, outcome: Outcome, platform: Platform) -> Verdict:
             f"{how} before writing a result ({len(outcome.results)} of {outcome.ranks})",
             outcome,
         )
-    verdicts = [_judge_one(variant, result, outcome, platform) for result in outcome.results]
+    twins = twin.results if twin and not twin.not_run else []
+    verdicts = [
+        _judge_one(variant, result, outcome, platform, twins[rank] if rank < len(twins) else None)
+        for rank, result in enumerate(outcome.results)
+    ]
     if len(verdicts) == 1:
         return verdicts[0]
     return _combine_ranks(verdicts)
 
 
 def _judge_one(
-    variant: Variant, result: ProcessResult, outcome: Outcome, platform: Platform
+    variant: Variant,
+    result: ProcessResult,
+    outcome: Outcome,
+    platform: Platform,
+    twin: ProcessResult | None,
 ) -> Verdict:
     device = result.device or platform.default_device
     expectation = variant.expectation_for(platform.versions, device)
     kind, detail = _observe(expectation, result)
+    mismatch = setting_mismatch(variant, result, twin) if kind == PASSED else ""
+    if mismatch:
+        kind, detail = FIX_FAILED, mismatch
     if (
         kind in (PASSED, UNAFFECTED, REPRODUCED)
         and result.exception is None
@@ -281,6 +295,48 @@ def _judge_one(
     verdict = _verdict(kind, detail, outcome, result, expectation, device)
     verdict.silent = expectation.expect in SILENT_FAILURES and kind == REPRODUCED
     return verdict
+
+
+# The facts of a setting (shared.record.setting_of), as ``fix_changes`` names them: a floating
+# dtype the models' parameters hold, a quantized layer class, an autocast region's dtype.
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+_DTYPE = "|".join(FLOAT_DTYPES)
+SETTING_FACT = re.compile(rf"(({_DTYPE})|quantized:\w+|autocast:({_DTYPE}))")
+FIX_CHANGE = re.compile(rf"(adds|drops) ({SETTING_FACT.pattern})")
+
+
+def setting_mismatch(variant: Variant, result: ProcessResult, twin: ProcessResult | None) -> str:
+    """Why a fixed variant did not run the setting its broken twin fails in, or "": a fix that
+    passes by dropping the risky thing (the half weights, the quantized layers, autocast) fixes
+    nothing. Each model both hold under one name (a variable's, or "(Class)" for one only
+    called; a float32 reference only one of them builds is left out) and the autocast entered:
+    the twin's facts minus what ``fix_changes`` says the fix drops must remain, and nothing
+    beyond what it says the fix adds may appear. Not judged without the twin's record (a run
+    by hand, a twin that did not run or recorded nothing)."""
+    theirs, ours = (twin.setting if twin else {}), result.setting
+    if not (theirs.get("models") or theirs.get("autocast")):
+        return ""
+    compared = {"autocast": (theirs.get("autocast", []), ours.get("autocast", []))}
+    their_models, our_models = theirs.get("models", {}), ours.get("models", {})
+    shared_names = [name for name in their_models if name in our_models]
+    for name in shared_names:
+        compared[f"`{name}`"] = (their_models[name], our_models[name])
+    adds, drops = variant.setting_changes
+    changes = []
+    for what, (before, after) in compared.items():
+        dropped = sorted(set(before) - set(after) - drops)
+        added = sorted(set(after) - set(before) - adds)
+        if dropped or added:
+            change = [f"drops {fact}" for fact in dropped] + [f"adds {fact}" for fact in added]
+            changes.append(f"{what} {', '.join(change)} ({', '.join(before) or 'none'} -> "
+                           f"{', '.join(after) or 'none'})")  # fmt: skip
+    if not changes:
+        return ""
+    return (
+        f"ran another setting than {variant.fixes}, the variant it fixes: {'; '.join(changes)}. "
+        "A fix must run what its broken twin fails in; case.toml's fix_changes says what the "
+        "fix itself changes"
+    )
 
 
 def _observe(expectation: Expectation, result: ProcessResult) -> tuple[str, str]:
@@ -420,6 +476,7 @@ def _verdict(
         producer=result.producer,
         hazards=result.hazards,
         diagnosis=result.diagnosis,
+        setting=result.setting,
         output_tail=relative_text(
             "\n".join(outcome.log.rstrip().splitlines()[-OUTPUT_TAIL_LINES:])
         ),
