@@ -39,7 +39,7 @@ FINDERS = {
         watcher="NonFiniteGuard",
     ),
     "ops": Finder(
-        "OpWatch: the arguments of torch's attention, FFT and random calls, while it runs",
+        "OpWatch: the arguments of torch's attention, FFT, random and fill calls, while it runs",
         watcher="OpWatch",
     ),
     "fsdp": Finder(
@@ -112,6 +112,12 @@ HAZARDS = {
     "half-fft": HazardKind(
         "freeu-fft",
         "an FFT asked for in half precision (bfloat16 anywhere, float16 on the CPU)",
+        ("ops",),
+    ),
+    "fill-out-of-range": HazardKind(
+        "half-mask-fill-overflow",
+        "a number beyond a half tensor's range filled into it (float32's minimum as a mask "
+        "value for float16 scores)",
         ("ops",),
     ),
     "generator-device": HazardKind(
