@@ -18,6 +18,7 @@ def outside_autocast(forward):  # the fix: attention in float32, its scores and 
     def run(*args, **kwargs):
         with torch.autocast(device.type, enabled=False):
             return forward(*args, **kwargs)
+
     return run
 
 
