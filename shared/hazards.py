@@ -40,7 +40,7 @@ FINDERS = {
         watcher="NonFiniteGuard",
     ),
     "ops": Finder(
-        "OpWatch: the arguments of torch's attention, FFT and random calls and of "
+        "OpWatch: the arguments of torch's attention, FFT, random and fill calls and of "
         "Tensor.numpy, while it runs",
         watcher="OpWatch",
     ),
@@ -122,6 +122,12 @@ HAZARDS = {
     "half-fft": HazardKind(
         "freeu-fft",
         "an FFT asked for in half precision (bfloat16 anywhere, float16 on the CPU)",
+        ("ops",),
+    ),
+    "fill-out-of-range": HazardKind(
+        "half-mask-fill-overflow",
+        "a number beyond a half tensor's range filled into it (float32's minimum as a mask "
+        "value for float16 scores)",
         ("ops",),
     ),
     "generator-device": HazardKind(

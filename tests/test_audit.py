@@ -168,6 +168,33 @@ def test_op_watch_records_a_draw_from_a_generator_on_another_device_type():
     assert ops.found[0].detail == "a cpu generator drawing a meta tensor"
 
 
+class _Scores(nn.Module):
+    """Fills the masked scores with ``value``, as an attention module fills its padding keys."""
+
+    def __init__(self, value: float):
+        super().__init__()
+        self.value = value
+
+    def forward(self, scores: torch.Tensor) -> torch.Tensor:
+        return scores.masked_fill(torch.tensor([False, True]), self.value)
+
+
+def test_op_watch_records_a_fill_past_a_half_dtypes_range_and_names_the_module():
+    model = nn.Sequential(_Scores(torch.finfo(torch.float32).min))
+    with OpWatch() as ops:
+        model[0].value = float("-inf")  # infinity is allowed, as is each dtype's own minimum
+        model(torch.zeros(2, dtype=torch.float16))
+        torch.full((2,), torch.finfo(torch.bfloat16).min, dtype=torch.bfloat16)
+        torch.full((2,), -1e9)  # float32 holds it
+        assert ops.found == []
+        model[0].value = -1e9
+        with pytest.raises(RuntimeError, match="Half without overflow"):  # the watch passes it on
+            model(torch.zeros(2, dtype=torch.float16))
+    assert [(h.kind, h.where) for h in ops.found] == [("fill-out-of-range", "Sequential.0")]
+    detail = "Tensor.masked_fill: -1e+09 into a float16 tensor (its range ends at +-65504)"
+    assert ops.found[0].detail == detail
+
+
 def test_a_cpu_generator_may_seed_a_pipeline_anywhere():
     """randn_tensor draws on a CPU generator and moves the latents; a CUDA generator for a
     CPU pipeline (generator-device's broken) needs a GPU to exist: that case checks it."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import os
 import sys
 from collections import Counter
@@ -40,14 +41,18 @@ class OpWatch(TorchFunctionMode):
     """Context manager: record the hazards that show in the arguments of torch calls (a
     ``TorchFunctionMode``, public API; each call runs unchanged): a float 0/1 mask given to
     ``scaled_dot_product_attention``, an FFT asked for in half precision, a random draw from a
-    generator on another device type, a bfloat16 tensor handed to NumPy (``Tensor.numpy``, or
-    ``Tensor.__array__`` from ``np.asarray``). ``.found`` lists the first of each kind."""
+    generator on another device type, a number filled into a half tensor beyond its range, a
+    bfloat16 tensor handed to NumPy (``Tensor.numpy``, or ``Tensor.__array__`` from
+    ``np.asarray``). ``.found`` lists the first of each kind."""
 
     FFTS = {getattr(torch.fft, name): name for name in (
         "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
         "rfftn", "irfftn", "hfft", "ihfft")}  # fmt: skip
     # np.asarray(tensor) reaches Tensor.__array__, which calls .numpy() with this mode paused.
     TO_NUMPY = {torch.Tensor.numpy: "Tensor.numpy", torch.Tensor.__array__: "Tensor.__array__"}
+    FILLS = {torch.Tensor.masked_fill: "Tensor.masked_fill", torch.masked_fill: "masked_fill",
+        torch.Tensor.masked_fill_: "Tensor.masked_fill_", torch.Tensor.fill_: "Tensor.fill_",
+        torch.full: "torch.full"}  # fmt: skip
 
     def __init__(self):
         super().__init__()
@@ -59,6 +64,7 @@ class OpWatch(TorchFunctionMode):
         kwargs = kwargs or {}
         if (
             func in self.FFTS
+            or func in self.FILLS
             or func is F.scaled_dot_product_attention
             or isinstance(kwargs.get("generator"), torch.Generator)
             or func in self.TO_NUMPY
@@ -90,6 +96,9 @@ class OpWatch(TorchFunctionMode):
         elif isinstance(kwargs.get("generator"), torch.Generator):
             if "generator-device" not in seen:
                 self.found += _draw_on_another_device(func, args, kwargs)
+        elif func in self.FILLS:
+            if "fill-out-of-range" not in seen:
+                self.found += _fill_out_of_range(self.FILLS[func], args, kwargs)
         elif "half-fft" not in seen:
             data = kwargs.get("input", args[0] if args else None)
             if isinstance(data, torch.Tensor) and data.dtype in HALF_DTYPES:
@@ -161,6 +170,36 @@ def _draw_on_another_device(func, args: tuple, kwargs: dict) -> list[Hazard]:
     name = getattr(func, "__name__", str(func))
     detail = f"a {generator.device.type} generator drawing a {target.type} tensor"
     return [Hazard("generator-device", name, detail)]
+
+
+def _fill_out_of_range(name: str, args: tuple, kwargs: dict) -> list[Hazard]:
+    """A Python number filled into a half tensor beyond its dtype's largest finite value
+    (float32's minimum, -1e9 into float16): torch refuses it, "value cannot be converted to
+    type at::Half without overflow". Named by the module whose forward does the fill."""
+    value = kwargs.get("value", kwargs.get("fill_value", args[-1] if args else None))
+    if name == "torch.full":
+        dtype = kwargs.get("dtype") or torch.get_default_dtype()
+    else:
+        dtype = args[0].dtype
+    half = dtype in (torch.float16, torch.bfloat16)
+    if not half or type(value) not in (int, float) or not math.isfinite(value):
+        return []
+    largest = torch.finfo(dtype).max
+    if abs(value) <= largest:
+        return []
+    detail = f"{value:g} into a {_dtype_name(dtype)} tensor (its range ends at +-{largest:g})"
+    return [Hazard("fill-out-of-range", _running_module() or name, f"{name}: {detail}")]
+
+
+def _running_module() -> str:
+    """The path of the innermost module whose ``forward`` is running, "" outside any."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        owner = frame.f_locals.get("self") if frame.f_code.co_name == "forward" else None
+        if isinstance(owner, nn.Module):
+            return _full_path(owner, _live_parents())
+        frame = frame.f_back
+    return ""
 
 
 class FlatParamWatch:
