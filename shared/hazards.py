@@ -167,6 +167,7 @@ HAZARDS = {
 SILENT_HAZARDS = frozenset({
     "keep-in-fp32-cast-away", "lossy-merge", "half-optimizer", "non-finite-output",
     "float-attention-mask",
+    "unscale-twice",  # on the CPU accelerate has no GradScaler: it clips partial gradients
 })  # fmt: skip
 NOTED_HAZARDS = frozenset({"rounded-buffer"})
 # ... unless the run fed sequences this long: RoPE's angle is position * inv_freq, so a rounded

@@ -275,7 +275,7 @@ class Diagnosis:
             mechanism = "float64-data"
         elif len(dtypes) > 1 or len(devices) > 1:
             mechanism = "op-operands-device" if len(devices) > 1 else "op-operands"
-        elif dtypes == {"float16"} and devices == {"cpu"} and "Half" in failed.error:
+        elif devices == {"cpu"} and "not implemented for 'Half'" in failed.error:
             mechanism = "half-kernel-missing"  # "... not implemented for 'Half'" on the CPU
         else:
             return None  # one dtype, one device: this call's own refusal, not a mismatch
