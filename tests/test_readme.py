@@ -118,17 +118,6 @@ def test_a_versions_table_shows_the_library_its_boundaries_name():
     assert shown(load_case("freeu-fft")) == ["torch", "diffusers"]
 
 
-# Boundaries a case's story states that no record holds, each still to be run or marked
-# "read in <file> of <release>" (issue 32's audit of the older cases): the list only shrinks.
-NOT_YET_BACKED = {
-    ("bf16-pure-training", "torch 1.13"),  # torch-optimi's own floors (0.3.3 asks torch>=2.2)
-    ("cpu-autocast-mha-mask", "torch 2.0"),  # CUDA autocast's SDPA entry: not read per release
-    # diffusers' Attention picks AttnProcessor2_0 where F has scaled_dot_product_attention (read
-    # in 0.42.1's attention_processor.py); the README line is to say so.
-    ("sd21-upcast-attention", "torch 2.0"),
-}
-
-
 def test_every_boundary_a_story_states_is_on_record_or_read_in_source():
     """A version boundary in a case README's hand-written story ("from transformers 4.45",
     "torch < 2.3") is one its case.toml, its bisections or its stored runs hold (or those of a
@@ -140,8 +129,7 @@ def test_every_boundary_a_story_states_is_on_record_or_read_in_source():
     for name in case_names():
         for boundary in unbacked_boundaries(load_case(name), rows, bisections):
             found[name, boundary.split(":", 1)[0]] = boundary
-    assert set(found) <= NOT_YET_BACKED, {k: v for k, v in found.items() if k not in NOT_YET_BACKED}
-    assert set(found) == NOT_YET_BACKED, f"now backed, drop them: {NOT_YET_BACKED - set(found)}"
+    assert found == {}
 
 
 def test_a_boundary_the_data_does_not_hold_is_found(tmp_path):

@@ -217,6 +217,9 @@ BOUNDARY = re.compile(
     rf"\s+(?:(?:>=|<=|<|>)\s*)?|(?P<named>{_LIBRARY})\s*(?:>=|<=|<|>)\s*)"
     r"(?P<version>\d+\.\d+(?:\.\d+)?)"
 )
+# A library's own text quoted in a code span (three words or more: an error message, "You need
+# torch>=1.10, ..."), not the story's claim; a bare spec (`torch>=2.3`) is still read.
+QUOTED_TEXT = re.compile(r"`[^`\s]+(?:\s+[^`\s]+){2,}`")
 # Where a sentence says its boundary was read (in a library's source), not run.
 READ_NOT_RUN = re.compile(r"\bread in\b|\bnever (measured|run)\b|\bnot measured\b")
 
@@ -247,6 +250,7 @@ def unbacked_boundaries(case: Case, rows: list, bisections: list) -> list[str]:
     this case (nor of a case the same sentence names) holds and the sentence does not say it
     read in source: each must come from the data, or say where it was read."""
     story = (case.folder / "README.md").read_text(encoding="utf-8").split(CASE_BEGIN)[0]
+    story = QUOTED_TEXT.sub("``", story)
     own = _versions_on_record(case, rows, bisections)
     unbacked = []
     for sentence in re.split(r"(?<=[.;:])\s+(?=[A-Z`(\[])|\n\s*\n", story):
