@@ -325,13 +325,15 @@ def test_a_paste_that_ends_with_another_error_is_not_claimed_on_an_earlier_warni
 
 
 def test_other_wordings_of_a_check_are_read():
-    """The older flat-parameter wording (declared its usual cause beside a LoRA), and messages
-    only a family documents: the family, never a case from the sentence's other words."""
+    """The older flat-parameter wording (declared its usual cause beside a LoRA), NumPy's
+    refusal of bfloat16 (bf16-to-numpy's usual cause), and messages only a family documents:
+    the family, never a case from the sentence's other words."""
     found = first("ValueError: FlatParameter requires uniform dtype but got torch.float32 and "
                   "torch.bfloat16 (FSDP with a peft LoRA)")  # fmt: skip
     assert (found.kind, found.name) == ("case", "fsdp-lora-flat-dtype"), found
-    for text, family in (("TypeError: Got unsupported ScalarType BFloat16", "unsupported-dtype"),
-                         ("ValueError: Flash Attention 2.0 only supports torch.float16 and "
+    found = first("TypeError: Got unsupported ScalarType BFloat16")
+    assert (found.kind, found.name) == ("case", "bf16-to-numpy"), found
+    for text, family in (("ValueError: Flash Attention 2.0 only supports torch.float16 and "
                           "torch.bfloat16 dtypes", "unsupported-dtype"),
                          ("TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS "
                           "framework doesn't support float64. Please use float32 instead.",
