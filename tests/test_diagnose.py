@@ -110,16 +110,24 @@ def _variants():
 
 
 # Broken variants the diagnosis does not name, and why (the test fails if one gets named: then
-# take it off this list). The record of the pinned run: 49 of 51 CPU-runnable broken variants
-# named with their case, 96 of 96 passing ones with no report.
+# take it off this list). The record of the pinned run (35 cases): 56 of the 57 broken variants
+# that reproduce on the CPU named with their case, none of the 108 passing or unaffected ones
+# reported.
 KNOWN_MISSES = {
     # A RoPE buffer rounded on a short sequence: a note, not a report (fixed variants of other
     # cases hold the same buffer and pass); the case's symptom is the bypass of a refusal.
     "offload-move/bypass_bfloat16",
-    # The case's own dtype check raises before any module is called: nothing to observe (the
-    # diagnosis says so and sends the message to explain).
-    "onetrainer/broken_guarded",
 }
+
+
+def test_an_error_a_case_documents_names_it_when_no_watcher_explains_it(tmp_path):
+    """A library's own refusal (here torch's GradScaler call order) that no hook or watcher
+    sees: its type, message and raise site as a case documents them decide the case."""
+    process, record = diagnose("unscale_each_micro_step.py", tmp_path=tmp_path)
+    problem = record["problem"]
+    assert process.returncode == 1 and "unscale_() has already been called" in process.stderr
+    assert (problem["kind"], problem["case"]) == ("documented-error", "gradscaler-unscale-twice")
+    assert problem["module"] == "torch/amp/grad_scaler.py:unscale_", problem
 
 
 def test_every_broken_variant_names_its_case_and_every_fixed_one_nothing(gallery):

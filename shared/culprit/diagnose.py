@@ -203,7 +203,7 @@ class Diagnosis:
                 return found
             if loud or silent:
                 return _hazard_problem((loud or silent)[0])
-            return _unexplained(raised)
+            return _documented_error(raised) or _unexplained(raised)
         if silent:
             return _hazard_problem(silent[0])
         if self.values.first is not None:
@@ -408,6 +408,61 @@ def _owned_placement(raised: BaseException) -> Problem | None:
                             MECHANISMS[mechanism].case)  # fmt: skip
         tb = tb.tb_next
     return None
+
+
+def _documented_error(raised: BaseException) -> Problem | None:
+    """An error no watcher explained that one case documents as pasted: its type, its message
+    (any wording the case's ``when`` entries give) and a traceback frame at its raise site. The
+    case's own check refused the call (a setup refused, a call order torch enforces); several
+    cases matching decide nothing."""
+    text = str(raised).splitlines()[0] if str(raised) else ""
+    frames, tb = [], raised.__traceback__
+    while tb is not None:
+        path = tb.tb_frame.f_code.co_filename.replace("\\", "/").rsplit("site-packages/", 1)[-1]
+        frames.append(f"{path}:{tb.tb_frame.f_code.co_name}")
+        tb = tb.tb_next
+    matched = {}
+    for case, error, messages, sites in _documented_errors():
+        if error != type(raised).__name__ or not any(re.search(m, text) for m in messages):
+            continue
+        site = next((f for f in reversed(frames) if any(re.search(s, f) for s in sites)), None)
+        if site:
+            matched.setdefault(case, site)
+    if len(matched) != 1:
+        return None
+    (case, site), = matched.items()
+    facts = case_facts(case)
+    return Problem(
+        "documented-error", site, "", None, f"{type(raised).__name__}: {text}",
+        f"the library's own check refused it, as the case documents: {facts.get('title', '')}",
+        case, facts.get("family"),
+    )  # fmt: skip
+
+
+def _documented_errors() -> list[tuple[str, str, list[str], list[str]]]:
+    """(case, exception type, message regex, raise-site regex) of every documented wording of
+    every failing variant in the cases' case.toml (its ``when`` entries' wordings too)."""
+    if not _ERRORS and CASES_DIR.is_dir():
+        for path in sorted(CASES_DIR.glob("[!_.]*/case.toml")):
+            with contextlib.suppress(OSError, tomllib.TOMLDecodeError):
+                table = tomllib.loads(path.read_text(encoding="utf-8"))
+                for variant in table.get("variant", []):
+                    for said in (variant, *variant.get("when", [])):
+                        error = said.get("error", variant.get("error"))
+                        message = said.get("message")
+                        raised_in = said.get("raised_in", variant.get("raised_in"))
+                        if error and message and raised_in:
+                            _ERRORS.append((path.parent.name, error, _listed(message),
+                                            _listed(raised_in)))  # fmt: skip
+    return _ERRORS
+
+
+_ERRORS: list[tuple[str, str, list[str], list[str]]] = []
+
+
+def _listed(value) -> list[str]:
+    """A case.toml key that holds one regex or a list of them, as a list."""
+    return list(value) if isinstance(value, list) else [value]
 
 
 def _unexplained(raised: BaseException) -> Problem:
