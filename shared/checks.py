@@ -11,6 +11,9 @@ it to ``shared.record.RECORD`` so the harness can put it in the verdict line.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+
 import torch
 
 from shared.record import RECORD
@@ -147,3 +150,35 @@ def measure_changed(
     changed = [name for name in before if not torch.equal(before[name], after[name])]
     detail = f"{len(changed)} of {len(before)} {unit} changed"
     return _measure(label, "changed_fraction", len(changed) / len(before), detail)
+
+
+@dataclasses.dataclass
+class LinearOutputs:
+    """What a model's nn.Linear layers computed: their output dtypes, and the logits (its
+    ``lm_head``'s output) of the first forward: the precision a trainer really ran."""
+
+    dtypes: set[torch.dtype] = dataclasses.field(default_factory=set)
+    first_logits: torch.Tensor | None = None
+
+    def names(self) -> list[str]:
+        return sorted(str(dtype).removeprefix("torch.") for dtype in self.dtypes)
+
+
+@contextlib.contextmanager
+def linear_outputs(model: torch.nn.Module):
+    """Yield a LinearOutputs that fills while the block runs (forward hooks, removed after)."""
+    seen = LinearOutputs()
+    head = getattr(model, "lm_head", None)
+
+    def record(module: torch.nn.Module, _inputs, output: torch.Tensor) -> None:
+        seen.dtypes.add(output.dtype)
+        if module is head and seen.first_logits is None:
+            seen.first_logits = output.detach()
+
+    linears = [module for module in model.modules() if isinstance(module, torch.nn.Linear)]
+    hooks = [module.register_forward_hook(record) for module in linears]
+    try:
+        yield seen
+    finally:
+        for hook in hooks:
+            hook.remove()

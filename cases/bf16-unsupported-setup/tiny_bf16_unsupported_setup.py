@@ -7,13 +7,15 @@ Real classes, tiny and seeded (``tiny_seed``); nothing is downloaded.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-
 import torch
 from transformers import LlamaForCausalLM
 
-from shared.checks import check_that, compare_to_reference
+from shared.checks import (  # linear_outputs: its scripts take it from here
+    LinearOutputs,
+    check_that,
+    compare_to_reference,
+    linear_outputs,  # noqa: F401
+)
 from shared.tiny_models import quiet_hf_logging, tiny_llama_config, tiny_seed
 
 quiet_hf_logging()
@@ -58,37 +60,6 @@ class TokenDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
         return {"input_ids": self.input_ids[index], "labels": self.labels[index]}
-
-
-@dataclasses.dataclass
-class LinearOutputs:
-    """What a model's nn.Linear layers computed: their output dtypes, and the logits (the
-    lm_head's output) of the first forward."""
-
-    dtypes: set[torch.dtype] = dataclasses.field(default_factory=set)
-    first_logits: torch.Tensor | None = None
-
-    def names(self) -> list[str]:
-        return sorted(str(dtype).removeprefix("torch.") for dtype in self.dtypes)
-
-
-@contextlib.contextmanager
-def linear_outputs(model: LlamaForCausalLM):
-    """Yield a LinearOutputs that fills while the block runs (forward hooks, removed after)."""
-    seen = LinearOutputs()
-
-    def record(module: torch.nn.Module, _inputs, output: torch.Tensor) -> None:
-        seen.dtypes.add(output.dtype)
-        if module is model.lm_head and seen.first_logits is None:
-            seen.first_logits = output.detach()
-
-    linears = [module for module in model.modules() if isinstance(module, torch.nn.Linear)]
-    hooks = [module.register_forward_hook(record) for module in linears]
-    try:
-        yield seen
-    finally:
-        for hook in hooks:
-            hook.remove()
 
 
 def float32_step(input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
