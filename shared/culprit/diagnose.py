@@ -418,7 +418,8 @@ def _documented_error(raised: BaseException) -> Problem | None:
     text = str(raised).splitlines()[0] if str(raised) else ""
     frames, tb = [], raised.__traceback__
     while tb is not None:
-        path = tb.tb_frame.f_code.co_filename.replace("\\", "/").rsplit("site-packages/", 1)[-1]
+        path = tb.tb_frame.f_code.co_filename.replace("\\", "/")  # a library's from its package
+        path = path.rsplit("site-packages/", 1)[1] if "site-packages/" in path else Path(path).name
         frames.append(f"{path}:{tb.tb_frame.f_code.co_name}")
         tb = tb.tb_next
     matched = {}
