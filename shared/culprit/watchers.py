@@ -202,7 +202,33 @@ def _running_module() -> str:
     return ""
 
 
-class FlatParamWatch:
+class _ProfileWatch:
+    """What the watchers that need a ``sys.setprofile`` function share: the hazards found, and
+    the profile function set for the block (only where there is something to watch) and the
+    previous one put back after it. A subclass says what it watches (``_watching``) and reads
+    each call (``_on_event``)."""
+
+    def __init__(self):
+        self.found: list[Hazard] = []
+        self._previous = None
+
+    def _watching(self) -> bool:
+        raise NotImplementedError
+
+    def _on_event(self, frame, event: str, arg) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._previous = sys.getprofile()
+        if self._watching():
+            sys.setprofile(self._on_event)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        sys.setprofile(self._previous)
+
+
+class FlatParamWatch(_ProfileWatch):
     """Context manager: record the first FSDP1 unit whose parameters, given to its
     ``FlatParamHandle`` to flatten into one FlatParameter, hold more than one dtype.
 
@@ -211,18 +237,11 @@ class FlatParamWatch:
     2.13). Slows Python calls while active: watch the wrapping, not a whole training run."""
 
     def __init__(self):
-        self.found: list[Hazard] = []
+        super().__init__()
         self._code = _flat_param_handle_init()
-        self._previous = None
 
-    def __enter__(self):
-        self._previous = sys.getprofile()
-        if self._code is not None:
-            sys.setprofile(self._on_event)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        sys.setprofile(self._previous)
+    def _watching(self) -> bool:
+        return self._code is not None
 
     def _on_event(self, frame, event: str, arg) -> None:
         if event != "call" or frame.f_code is not self._code or self.found:
@@ -250,7 +269,7 @@ def _flat_param_handle_init():
     return None
 
 
-class UnscaleWatch:
+class UnscaleWatch(_ProfileWatch):
     """Context manager: record the first ``GradScaler.unscale_`` call on an optimizer already
     unscaled since the last ``update()`` (torch then raises), naming who called it and who
     called the first one: a loop unscaling on each accumulation micro-step, or a library
@@ -264,19 +283,12 @@ class UnscaleWatch:
     :class:`FlatParamWatch`."""
 
     def __init__(self):
-        self.found: list[Hazard] = []
+        super().__init__()
         self._codes = _unscale_codes()
         self._callers: dict[int, str] = {}  # id(optimizer) -> who unscaled it last
-        self._previous = None
 
-    def __enter__(self):
-        self._previous = sys.getprofile()
-        if self._codes:
-            sys.setprofile(self._on_event)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        sys.setprofile(self._previous)
+    def _watching(self) -> bool:
+        return bool(self._codes)
 
     def _on_event(self, frame, event: str, arg) -> None:
         if event != "call" or self.found:
@@ -338,7 +350,7 @@ def _where(frame) -> str:
     return f"{path}:{frame.f_code.co_name}"
 
 
-class TrainingArgsWatch:
+class TrainingArgsWatch(_ProfileWatch):
     """Context manager: record transformers' ``TrainingArguments`` (or a subclass: trl's
     configs) built with ``bf16`` where transformers finds no device that runs bfloat16 and
     ``use_cpu`` (``no_cuda``) is not set: the setup transformers >= 4.52 refuses.
@@ -347,18 +359,11 @@ class TrainingArgsWatch:
     the refusal, if any, still happens there). Slows Python calls while active."""
 
     def __init__(self):
-        self.found: list[Hazard] = []
+        super().__init__()
         self._code, self._bf16_device = _training_args_post_init()
-        self._previous = None
 
-    def __enter__(self):
-        self._previous = sys.getprofile()
-        if self._code is not None:
-            sys.setprofile(self._on_event)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        sys.setprofile(self._previous)
+    def _watching(self) -> bool:
+        return self._code is not None
 
     def _on_event(self, frame, event: str, arg) -> None:
         if event != "call" or frame.f_code is not self._code or self.found:
