@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import json
 import re
@@ -443,19 +444,26 @@ def _documented_error(raised: BaseException) -> Problem | None:
 def _documented_errors() -> list[tuple[str, str, list[str], list[str]]]:
     """(case, exception type, message regex, raise-site regex) of every documented wording of
     every failing variant in the cases' case.toml (its ``when`` entries' wordings too)."""
-    if not _ERRORS and CASES_DIR.is_dir():
-        for path in sorted(CASES_DIR.glob("[!_.]*/case.toml")):
-            with contextlib.suppress(OSError, tomllib.TOMLDecodeError):
-                table = tomllib.loads(path.read_text(encoding="utf-8"))
-                for variant in table.get("variant", []):
-                    for said in (variant, *variant.get("when", [])):
-                        error = said.get("error", variant.get("error"))
-                        message = said.get("message")
-                        raised_in = said.get("raised_in", variant.get("raised_in"))
-                        if error and message and raised_in:
-                            _ERRORS.append((path.parent.name, error, _listed(message),
-                                            _listed(raised_in)))  # fmt: skip
+    if not _ERRORS:
+        for case, table in _case_tables().items():
+            for variant in table.get("variant", []):
+                for said in (variant, *variant.get("when", [])):
+                    error = said.get("error", variant.get("error"))
+                    message = said.get("message")
+                    raised_in = said.get("raised_in", variant.get("raised_in"))
+                    if error and message and raised_in:
+                        _ERRORS.append((case, error, _listed(message), _listed(raised_in)))
     return _ERRORS
+
+
+@functools.cache
+def _case_tables() -> dict[str, dict]:
+    """Every case's case.toml as a table, read once ({} where the cases are not at hand)."""
+    tables = {}
+    for path in sorted(CASES_DIR.glob("[!_.]*/case.toml")) if CASES_DIR.is_dir() else ():
+        with contextlib.suppress(OSError, tomllib.TOMLDecodeError):
+            tables[path.parent.name] = tomllib.loads(path.read_text(encoding="utf-8"))
+    return tables
 
 
 _ERRORS: list[tuple[str, str, list[str], list[str]]] = []
@@ -562,9 +570,8 @@ _CASE_FACTS: dict[str, dict] = {}
 
 
 def _read_case(case: str) -> dict:
-    try:
-        table = tomllib.loads((CASES_DIR / case / "case.toml").read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
+    table = _case_tables().get(case)
+    if table is None:
         return {}
     fix = table.get("fix", "")
     if not fix:
@@ -580,13 +587,11 @@ def _read_case(case: str) -> dict:
 
 def _declared_culprits() -> list[tuple[str, str]]:
     """(regex, case) for each variant's documented culprit in the cases' case.toml."""
-    if not _CULPRITS and CASES_DIR.is_dir():
-        for path in sorted(CASES_DIR.glob("[!_.]*/case.toml")):
-            with contextlib.suppress(OSError, tomllib.TOMLDecodeError):
-                table = tomllib.loads(path.read_text(encoding="utf-8"))
-                for variant in table.get("variant", []):
-                    if variant.get("culprit"):
-                        _CULPRITS.append((variant["culprit"], path.parent.name))
+    if not _CULPRITS:
+        for case, table in _case_tables().items():
+            for variant in table.get("variant", []):
+                if variant.get("culprit"):
+                    _CULPRITS.append((variant["culprit"], case))
     return _CULPRITS
 
 
