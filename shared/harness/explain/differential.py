@@ -37,8 +37,11 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
     scores = bm25_scores(catalog.case_docs, paste.query)
     ranked = sorted(scores, key=lambda n: (-scores[n], n))
     present, said = set(paste.query), stems(paste.query)
+    # A NaN in the paste rules out a case whose symptom is no NaN at all.
+    ruled_out = catalog.without_nan if "nan" in present else set()
     candidates = [] if unknown_error else [
         name for name in ranked[:DIFFERENTIAL_POOL] if scores[name] >= SYMPTOM_MIN_SCORE
+        and name not in ruled_out
         and (not catalog.subjects[name] or names_subject(catalog.subjects[name], present))
         and catalog.phrase_words[name] & said][:DIFFERENTIAL_SIZE]  # fmt: skip
     if candidates:  # symptom words decide no family either: each candidate says its own
@@ -48,7 +51,9 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
     best = max(family_scores, key=lambda f: (family_scores[f], f))
     if family_scores[best] >= FAMILY_MIN_SCORE:
         why = "an error no case documents" if unknown_error else "symptom words"
-        return _family_answer(best, why, catalog)
+        found = _family_answer(best, why, catalog, scores)
+        found.candidates = [name for name in found.candidates if name not in ruled_out]
+        return found
     return Answer("none", "", "nothing fits", step="abstain")  # never a case from boilerplate
 
 
@@ -73,7 +78,12 @@ def asks(case: Case) -> str:
     return f"{head}? {rest}?" if rest else f"{head}?"
 
 
-def _family_answer(family: str, why: str, catalog: Catalog) -> Answer:
-    members = sorted(n for n, c in catalog.cases.items() if c.family == family)
+def _family_answer(family: str, why: str, catalog: Catalog,
+                   scores: dict[str, float] | None = None) -> Answer:  # fmt: skip
+    """No documented case: the family, its cases listed best-fitting first (by the paste's words,
+    where given), else by name."""
+    scores = scores or {}
+    members = sorted((n for n, c in catalog.cases.items() if c.family == family),
+                     key=lambda n: (-scores.get(n, 0.0), n))  # fmt: skip
     return Answer("family", family, f"family, by {why}", candidates=members, family=family,
                   step="abstain")

@@ -30,6 +30,7 @@ from shared.harness.explain.text import (
     SYMPTOM_MIN_SCORE,
     SYNONYMS,
     UNORDERED,
+    WARNING_SITE,
 )
 from shared.harness.paths import MATRIX_DIR
 from shared.harness.verdicts import FAILURES
@@ -67,6 +68,8 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "differential_size": DIFFERENTIAL_SIZE,
         "diagnose": DIAGNOSE,
         "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
+        "without_nan": sorted(catalog.without_nan),
+        "warning_site": WARNING_SITE.pattern,
         "dtype_words": sorted(DTYPE_WORDS),
         "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},
         "case_bm25": bm25_table(catalog.case_docs),

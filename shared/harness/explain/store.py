@@ -126,6 +126,7 @@ class Catalog:
     subjects: dict[str, list[list[str]]]
     projects: dict[str, str]  # the application project's name ("" for a library's)
     phrase_words: dict[str, set[str]]  # the symptom phrases' words, dtypes left out
+    without_nan: set[str]  # cases whose symptom is explicitly no NaN ("no error, no NaN: ...")
 
 
 def family_description(family: str) -> str:
@@ -151,8 +152,12 @@ def build_catalog(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> Catalog:
     subjects = {case.name: subject(case) for case in cases}
     projects = {c.name: application_project(c) for c in cases}
     phrase_words = {c.name: stems(tokens(" ".join(c.phrases))) - DTYPE_WORDS for c in cases}
+    without_nan = {c.name for c in cases if NO_NAN.search(c.summary.split(":", 1)[0])}
     return Catalog({c.name: c for c in cases}, sigs, vocabulary, case_docs, family_docs,
-                   subjects, projects, phrase_words)  # fmt: skip
+                   subjects, projects, phrase_words, without_nan)  # fmt: skip
+
+
+NO_NAN = re.compile(r"\bno nan\b", re.IGNORECASE)  # in a summary's lead clause
 
 
 # What users write about each family when no message is pasted (the retrieval's family texts).

@@ -29,6 +29,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("unsupported-dtype",
      r"flash attention 2(?:\.0)? only supports torch\.float16 and torch\.bfloat16", False),
     ("unsupported-dtype", r"got unsupported scalartype (?:bfloat16|half)", False),
+    ("unsupported-dtype",
+     r"pipelines loaded with `?(?:torch_)?dtype=torch\.float16`? cannot run with `?cpu`? device", True),
     ("overflow", r"value cannot be converted to type at::(?:half|bfloat16) without overflow",
      False),
     ("hardware", r"cannot convert a mps tensor to float64 dtype", False),
@@ -240,6 +242,22 @@ def message_family(line: str) -> tuple[str, bool]:
 # A clash of integer dtypes (indices, labels) is another failure than any documented here
 # ("to be bool or float": the attention mask check's wording, no operand).
 INTEGER_DTYPES = re.compile(r"\b(?:long|int|short|char|byte|bool)\b(?! or\b)")
+
+
+# Where Python's warnings module says a warning was issued: "path:line: SomeWarning: message".
+WARNING_SITE = re.compile(r"^(?:[A-Za-z]:)?([^\s:]+\.py):\d+: \w*Warning:")
+
+
+def warning_site(line: str) -> str:
+    """The file a pasted warning line says it was issued in ("" if none), as frames_of writes
+    paths (site-packages cut)."""
+    found = WARNING_SITE.search(line)
+    if not found:
+        return ""
+    path = found.group(1).replace("\\", "/")
+    for marker in ("site-packages/", "dist-packages/"):
+        path = path.split(marker, 1)[-1]
+    return path
 
 
 def innermost_library_frame(text: str) -> str:

@@ -39,6 +39,8 @@
     const TYPE_SIDES = [/input type \(([^)]*)\) and (?:weight|bias) type \(([^)]*)\)/,
       /but type ([\w.:]+) does not equal ([\w.:]+)/];
     const SIZE = index.differential_size;  // at most three candidates, of the three best
+    const WARNING_SITE = new RegExp(index.warning_site);
+    const WITHOUT_NAN = new Set(index.without_nan);
 
     const cleanLines = (text) => text.split(/\r\n|\r|\n/).map((raw) =>
       raw.replace(BOX, " ").replace(PROMPT, "").replace(MARKUP, "").split(/\s+/).filter(Boolean)
@@ -401,6 +403,18 @@
       return false;
     }
 
+    // The file a pasted warning line says it was issued in ("" if none), site-packages cut.
+    function warningSite(line) {
+      const found = line.match(WARNING_SITE);
+      if (!found) return "";
+      let path = found[1].replaceAll("\\", "/");
+      for (const marker of ["site-packages/", "dist-packages/"]) {
+        const at = path.indexOf(marker);
+        if (at >= 0) path = path.slice(at + marker.length);
+      }
+      return path;
+    }
+
     // What in the paste says a documented message is not this case's failure ("" if nothing).
     function contradiction(hit, paste) {
       const sig = index.signatures.find((s) => s.case === hit.case && s.variant === hit.variant &&
@@ -408,6 +422,10 @@
       if (hit.how === "message" && paste.innermost && !paste.innermost.startsWith("torch/nn/") &&
           !(sig.raised_in && raiseSiteMatches(sig.raised_in, paste.innermost))) {
         return `raised in ${paste.innermost}, where this case's message never comes from`;
+      }
+      const site = warningSite(hit.line);
+      if (hit.how === "message" && site && sig.raised_in && !raiseSiteMatches(sig.raised_in, site)) {
+        return `issued in ${site}, where this case's warning never comes from`;
       }
       if (documentedNotFailing(hit.case, hit.variant, paste.versions)) {
         return "your versions are documented as not failing: another mechanism?";
@@ -444,8 +462,12 @@
       kind: "differential", name: family, family, sureness: why, matched: line,
       candidates: ranked, questions: ranked.slice(0, SIZE).map((n) => index.cases[n].asks) });
 
-    const familyAnswer = (family, why) => ({ step: "abstain", kind: "family", name: family,
-      family, sureness: `family, by ${why}`, candidates: members(family), questions: [] });
+    // No documented case: the family, its cases best-fitting first (by the paste's words, where
+    // given), else by name.
+    const familyAnswer = (family, why, scores = {}) => ({ step: "abstain", kind: "family",
+      name: family, family, sureness: `family, by ${why}`, questions: [],
+      candidates: members(family).sort((a, b) => (scores[b] || 0) - (scores[a] || 0) ||
+        byName(a, b)) });
 
     function differential(paste, hits) {
       if (hits.length) {  // a generic message, or a documented one something contradicts
@@ -470,8 +492,10 @@
       const ranked = Object.keys(scores).sort((a, b) => scores[b] - scores[a] || byName(a, b));
       const present = new Set(paste.query);
       const said = stems(paste.query);
+      // A NaN in the paste rules out a case whose symptom is no NaN at all.
+      const ruledOut = present.has("nan") ? WITHOUT_NAN : new Set();
       const candidates = unknownError ? [] : ranked.slice(0, SIZE).filter((name) =>
-        scores[name] >= LIMITS.symptom_min &&
+        scores[name] >= LIMITS.symptom_min && !ruledOut.has(name) &&
         (!index.subjects[name].length || namesSubject(index.subjects[name], present)) &&
         index.phrase_words[name].some((w) => said.has(w)));
       if (candidates.length) {
@@ -484,7 +508,9 @@
             (familyScores[f] === familyScores[best] && f > best)) best = f;
       }
       if (familyScores[best] >= LIMITS.family_min) {
-        return familyAnswer(best, unknownError ? "an error no case documents" : "symptom words");
+        const found = familyAnswer(best,
+          unknownError ? "an error no case documents" : "symptom words", scores);
+        return { ...found, candidates: found.candidates.filter((n) => !ruledOut.has(n)) };
       }
       return { step: "abstain", kind: "none", name: "", family: "", sureness: "nothing fits",
         candidates: [], questions: [] };
