@@ -343,7 +343,8 @@ FAMILIES = {
     "quantization": "quantized weights and what merging or casting does to them",
     "masks": "attention masks whose dtype changes what they mean",
     "optimizer-numerics": "optimizer updates lost or distorted by the parameters' dtype",
-    "hardware": "a precision the device (or the installed torch build) cannot run, refused or ignored",
+    "hardware": "a precision the device (or the installed torch build) cannot run, refused or "
+    "ignored",
 }
 # What the audit (shared.culprit) finds in a variant: the case's hazard ("flagged"), not it
 # ("clean"), or another pattern named by its kind (a variant that fails another way).
@@ -547,8 +548,9 @@ def _parse_usual_causes(raw: list, variants: set[str], where: str) -> tuple[Usua
         variant = entry.get("variant", "")
         if variant and variant not in variants:
             raise CaseError(f"{where}: variant {variant!r} is not a variant of this case")
-        found.append(UsualCause(pattern, *(tuple(w.lower() for w in entry.get(key, ()))
-                                           for key in ("named", "unless_named")), variant))  # fmt: skip
+        named, unless_named = (tuple(w.lower() for w in entry.get(key, ()))
+                               for key in ("named", "unless_named"))  # fmt: skip
+        found.append(UsualCause(pattern, named, unless_named, variant))
     return tuple(found)
 
 

@@ -115,5 +115,5 @@ def stylesheet() -> str:
     for kind in KINDS:
         c = kind.colours
         rules.setdefault(kind.css_class, f".verdict.{kind.css_class} {{ background: {c.fill}; "
-                                         f"color: {c.ink}; border-color: {c.border}; }}")  # fmt: skip
+                         f"color: {c.ink}; border-color: {c.border}; }}")  # fmt: skip
     return "\n".join(rules.values()) + "\n"

@@ -11,8 +11,9 @@ From ``pyproject.toml``:
   made of its content (``custom-<hash>``, ``as-of-DATE-<hash>`` with extra requirements), so
   that two stacks never share a column.
 
-Every set is resolved with :data:`~shared.harness.libraries.UNDECLARED_IMPORTS` added (see there), then installed by
-``shared.harness.environment`` into an environment holding exactly that resolution.
+Every set is resolved with :data:`~shared.harness.libraries.UNDECLARED_IMPORTS` added (see
+there), then installed by ``shared.harness.environment`` into an environment holding exactly
+that resolution.
 
 This module imports no torch; nox, the CLI and the workflows read it.
 """

@@ -399,7 +399,8 @@ def verdict_class(kind: str) -> str:
 def site_stylesheet() -> str:
     """The site's stylesheet: the template's, then each verdict badge's colours (kinds.py)."""
     css = (TEMPLATES_DIR / "style.css").read_text(encoding="utf-8")
-    return f"{css.rstrip()}\n\n/* verdict badge colours: generated from shared/harness/kinds.py */\n{stylesheet()}"
+    generated = "/* verdict badge colours: generated from shared/harness/kinds.py */"
+    return f"{css.rstrip()}\n\n{generated}\n{stylesheet()}"
 
 
 def _environment() -> jinja2.Environment:

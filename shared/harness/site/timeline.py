@@ -68,12 +68,13 @@ def timeline_svg(rows: list, variants: list[str]) -> Markup:
                              'text-anchor="middle">not run</text>')  # fmt: skip
                 continue
             kind = kind_of(row.verdict)
+            fill, ink = kind.colours.fill, kind.colours.ink
             tip = f"{variant} on {date}: {row.verdict}: {row.message}"
             parts.append(
                 f'<g><title>{escape(tip)}</title><rect x="{x + 2}" y="{y + 2}" '
-                f'width="{CELL_WIDTH - 4}" height="{CELL_HEIGHT - 4}" rx="3" fill="{kind.colours.fill}"/>'
+                f'width="{CELL_WIDTH - 4}" height="{CELL_HEIGHT - 4}" rx="3" fill="{fill}"/>'
                 f'<text x="{x + CELL_WIDTH / 2}" y="{y + 15}" text-anchor="middle" '
-                f'fill="{kind.colours.ink}">{kind.label}'
+                f'fill="{ink}">{kind.label}'
                 f"{'*' if row.silent else ''}</text></g>"
             )
     legend_y = top + CELL_HEIGHT * len(variants) + 18
