@@ -85,6 +85,8 @@ def test_when_entries_pick_the_expectation_by_version_and_device(tmp_path):
          "when must be a list of tables"),
         (('title = "t"', 'title = ""'), "title must be a non-empty string"),
         (("gpus = 2", "gpus = 2.5"), "gpus must be a whole number"),
+        (('transformers = ">=5"', 'tranformers = ">=5"'),
+         "did you mean `transformers` for `tranformers`?"),
         (("gpus = 2", "gpus = -1"), "gpus a whole number"),
         (('expect = "pass"', "expect = \"pass\"\nmessage = 'x'"), "takes no ['message']"),
         (('expect = "pass"', 'expect = "pass"\nfixes = "nothing"'), "fixes = 'nothing' must"),
@@ -361,7 +363,8 @@ def test_under_complete_env_a_declared_package_missing_is_exit_2_naming_it(monke
 
 def _string_constants(module: Path) -> set[str]:
     tree = ast.parse(module.read_text(encoding="utf-8"))
-    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return {n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)}  # fmt: skip
 
 
 def test_verdict_kinds_case_keys_and_libraries_each_have_one_owner():

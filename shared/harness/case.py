@@ -216,10 +216,7 @@ def checked(raw: object, table: str, where: str) -> dict:
     allowed = keys_in(table)
     unknown = sorted(set(raw) - set(allowed))
     if unknown:
-        guesses = {name: difflib.get_close_matches(name, allowed, n=1) for name in unknown}
-        hints = "; ".join(f"did you mean `{guess[0]}` for `{name}`?"
-                          for name, guess in guesses.items() if guess)  # fmt: skip
-        raise CaseError(f"{where}: unknown key(s) {unknown}{'; ' + hints if hints else ''} "
+        raise CaseError(f"{where}: unknown key(s) {unknown}{_did_you_mean(unknown, allowed)} "
                         f"({table} takes: {', '.join(allowed)})")  # fmt: skip
     for name, key in allowed.items():
         if name not in raw:
@@ -229,6 +226,13 @@ def checked(raw: object, table: str, where: str) -> dict:
         if not key.accepts(raw[name]):
             raise CaseError(f"{where}: {name} must be {key.what}, got {raw[name]!r}")
     return raw
+
+
+def _did_you_mean(unknown: list[str], known) -> str:
+    """"; did you mean `x` for `y`?" for each unknown name close to a known one."""
+    guesses = {name: difflib.get_close_matches(name, list(known), n=1) for name in unknown}
+    hints = [f"did you mean `{guess[0]}` for `{name}`?" for name, guess in guesses.items() if guess]
+    return "".join(f"; {hint}" for hint in hints)
 
 
 @dataclass(frozen=True)
@@ -649,13 +653,15 @@ def _parse_requirements(raw: dict, where: str) -> Requirements:
     tables = {}
     for key in ("packages", "cpu_packages"):
         table = raw.get(key, {})
-        unknown = sorted(set(table) - set(VERSIONED_PACKAGES) - set(DECLARED_PACKAGES))
+        known = [*VERSIONED_PACKAGES, *DECLARED_PACKAGES]
+        unknown = sorted(set(table) - set(known))
         if unknown:
             raise CaseError(
-                f"{where}: {key} names unknown package(s) {unknown}; known: "
-                f"{', '.join([*VERSIONED_PACKAGES, *DECLARED_PACKAGES])} (a new library: add its "
-                "entry to LIBRARIES in shared/harness/libraries.py: `versioned`, the harness "
-                "records and checks its version; `declared`, a package only some variants import)"
+                f"{where}: {key} names unknown package(s) {unknown}"
+                f"{_did_you_mean(unknown, known)}; known: {', '.join(known)} (a new library: "
+                "one Library entry in LIBRARIES, shared/harness/libraries.py; role VERSIONED: the "
+                "harness records and checks its version; DECLARED: a package only some variants "
+                "import)"
             )
         tables[key] = {name: _specifier(spec, where) for name, spec in table.items()}
     reason = raw.get("reason", "")
