@@ -39,7 +39,7 @@ RELEASES = [
     # torch has from 2.4): alpha 1.x resolves, and the import fails.
     ("torch-optimi", "0.3.3", "2024-07-01", ("alpha>=1.0",), "from alpha import NEW_IN_2\n"),
 ]
-# Where a distribution's import name differs from its name (catalog.EXTRA_PACKAGES).
+# Where a distribution's import name differs from its name (libraries.DECLARED_PACKAGES).
 MODULES = {"torch-optimi": "optimi"}
 
 

@@ -25,7 +25,8 @@ import pytest
 from conftest import ROOT
 
 from shared.harness import ExitCode
-from shared.harness.catalog import FAMILIES, case_names
+from shared.harness.case import FAMILIES
+from shared.harness.catalog import case_names
 from shared.harness.explain import EXTRA_FAMILIES, explain
 
 TEXTS = ROOT / "tests" / "explain_texts"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from shared.harness import verdicts
-from shared.harness.catalog import CaseError, case_names, load_case
-from shared.harness.verdicts import FAILURES
+from shared.harness import case, kinds, libraries, verdicts
+from shared.harness.case import FAILURES, CaseError
+from shared.harness.catalog import case_names, load_case
 
 GOOD = """
 title = "t"
@@ -76,7 +76,17 @@ def test_when_entries_pick_the_expectation_by_version_and_device(tmp_path):
         (('name = "fixed"', 'name = "broken"'), "variant names must be unique"),
         (('torch = "<2.1"', 'torch = "two"'), "is not a version specifier"),
         (('device = "cuda"', 'device = "tpu"'), "device must be 'cpu' or 'cuda'"),
-        (('title = "t"', 'titel = "t"'), "unknown key(s) ['titel']"),
+        (('title = "t"', 'titel = "t"'), "unknown key(s) ['titel']; did you mean `title` for"),
+        (('script = "broken.py"', 'script = "broken.py"\nrasied_in = "x"'),
+         "did you mean `raised_in` for `rasied_in`?"),
+        (("device = \"cuda\"", "device = \"cuda\"\ntorch_version = '<2'"), "unknown key(s)"),
+        (('expect = "pass"', 'expect = "pass"\ntimeout = "long"'), "timeout must be a number"),
+        (('expect = "pass"', 'expect = "pass"\nwhen = { torch = "<2" }'),
+         "when must be a list of tables"),
+        (('title = "t"', 'title = ""'), "title must be a non-empty string"),
+        (("gpus = 2", "gpus = 2.5"), "gpus must be a whole number"),
+        (('transformers = ">=5"', 'tranformers = ">=5"'),
+         "did you mean `transformers` for `tranformers`?"),
         (("gpus = 2", "gpus = -1"), "gpus a whole number"),
         (('expect = "pass"', "expect = \"pass\"\nmessage = 'x'"), "takes no ['message']"),
         (('expect = "pass"', 'expect = "pass"\nfixes = "nothing"'), "fixes = 'nothing' must"),
@@ -93,14 +103,15 @@ def test_when_entries_pick_the_expectation_by_version_and_device(tmp_path):
         (('expect = "pass"', 'expect = "absent"\nraised_in = "x"'), "takes no ['raised_in']"),
         (("message = 'old text'", "culprit = '('"), "bad regular expression"),
         (('issue = "https://example.invalid/1"', ""), "'issue' is required"),
-        (("era_start = 2024-01-01", 'era_start = "2024-01-01"'), "era_start = YYYY-MM-DD"),
-        (("era_start = 2024-01-01", ""), "era_start = YYYY-MM-DD"),
+        (("era_start = 2024-01-01", 'era_start = "2024-01-01"'),
+         "era_start must be a TOML date, YYYY-MM-DD with no quotes"),
+        (("era_start = 2024-01-01", ""), "'era_start' is required (a TOML date, YYYY-MM-DD"),
         (('family = "dtype-mix"', 'family = "dtype mix"'), "family must be one of"),
         (('family = "dtype-mix"', ""), "'family' is required"),
         (('cause = "c"', ""), "'cause' is required"),
         (('cause = "c"', 'cause = "c"\nphrases = "black image"'), "phrases must be a list"),
         (("era_start = 2024-01-01", "era_start = 2024-01-01\nusual_cause_of = ['x']"),
-         "one table per message"),
+         "usual_cause_of must be a list of tables"),
         (("era_start = 2024-01-01", "era_start = 2024-01-01\n[[usual_cause_of]]\npattern = '('"),
          "is not a valid regex"),
         (("era_start = 2024-01-01", "era_start = 2024-01-01\n[[usual_cause_of]]\nnamed = ['x']"),
@@ -295,9 +306,10 @@ def test_flagged_or_clean_needs_the_case_hazard_a_named_kind_does_not(tmp_path):
 
 
 def test_every_package_a_variant_imports_beyond_the_stack_is_declared():
-    from shared.harness.catalog import EXTRA_PACKAGES, STACK_IMPORTS, imported_packages
+    from shared.harness.catalog import imported_packages
+    from shared.harness.libraries import DECLARED_PACKAGES, STACK_IMPORTS
 
-    by_import = {module: name for name, module in EXTRA_PACKAGES.items()}
+    by_import = {module: name for name, module in DECLARED_PACKAGES.items()}
     undeclared = []
     for case_name in case_names():
         for variant in load_case(case_name).variants:
@@ -351,19 +363,92 @@ def test_under_complete_env_a_declared_package_missing_is_exit_2_naming_it(monke
 
 def _string_constants(module: Path) -> set[str]:
     tree = ast.parse(module.read_text(encoding="utf-8"))
-    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return {n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)}  # fmt: skip
 
 
-def test_verdict_kinds_and_expectation_keys_are_made_in_verdicts_alone():
-    """A new verdict kind or expectation key is a change to shared/harness/verdicts.py (and its
-    test): no other module of the gallery spells a kind, and the catalog hands case.toml's
-    expectation keys over without naming one."""
-    kinds = {verdicts.SKIPPED, *verdicts.EXPECTED_KINDS, *verdicts.ANOMALIES}
-    harness = Path(verdicts.__file__).parent
+def test_verdict_kinds_case_keys_and_libraries_each_have_one_owner():
+    """A verdict kind is spelled in shared/harness/kinds.py alone, an expectation key in
+    case.py alone (the catalog and the judge hand case.toml's tables over without naming one),
+    and a recorded library's name in libraries.py alone among the harness's modules that make
+    runs (the README generator and the explain vocabulary read it too)."""
+    names = {kind.name for kind in kinds.KINDS}
+    shared = Path(kinds.__file__).parent.parent
     spelled = {
-        str(module.relative_to(harness.parent.parent)): sorted(found)
-        for module in harness.parent.rglob("*.py")
-        if module != Path(verdicts.__file__) and (found := _string_constants(module) & kinds)
+        str(module.relative_to(shared.parent)): sorted(found)
+        for module in shared.rglob("*.py")
+        if module != Path(kinds.__file__) and (found := _string_constants(module) & names)
     }
     assert spelled == {}
-    assert _string_constants(harness / "catalog.py") & set(verdicts.EXPECTATION_KEYS) == set()
+    expectation_keys = set(case.EXPECTATION_KEYS) - {"error", "warning", "symptom", "note"}
+    for module in ("catalog.py", "verdicts.py"):
+        assert _string_constants(shared / "harness" / module) & expectation_keys == set(), module
+    versioned = set(libraries.VERSIONED_PACKAGES) - {"torch"}  # torch: a module name too
+    for module in ("catalog.py", "case.py", "environment.py", "library_sets.py", "runner.py",
+                   "readme.py", "verdicts.py", "site/build.py", "site/timeline.py"):  # fmt: skip
+        assert _string_constants(shared / "harness" / module) & versioned == set(), module
+
+
+def test_the_key_table_gives_each_table_its_keys_and_each_expectation_its_keys():
+    assert case.CASE_KEYS[:3] == ("title", "summary", "cause")
+    assert set(case.WHEN_KEYS) == {*case.EXPECTATION_KEYS, *libraries.VERSIONED_PACKAGES,
+                                   "device", "audit"}  # fmt: skip
+    assert case.KEYS_OF["error"] == {"error", "message", "raised_in", "culprit"}
+    assert case.KEYS_OF["pass"] == set()
+    assert case.KEYS_OF["absent"] == {"symptom", "above", "below", "warning", "message",
+                                      "issued_in"}  # fmt: skip
+    names = [(key.name, table) for key in case.KEYS for table in key.where]
+    assert len(names) == len(set(names)), "a key listed twice for one table"
+
+
+def test_a_when_entry_overrides_what_it_names_and_inherits_what_its_kind_takes():
+    base = case.Expectation.from_table({"expect": "symptom", "symptom": "nan", "above": 0.5,
+                                        "note": "n"})  # fmt: skip
+    assert base.overridden({"below": 0.1}) == case.Expectation(
+        "symptom", symptom="nan", below=0.1, note="n")  # a new bound replaces the old one
+    absent = base.overridden({"expect": "absent"})
+    assert (absent.expect, absent.symptom, absent.above) == ("absent", "nan", 0.5)
+    error = case.Expectation.from_table({"expect": "error", "error": "RuntimeError",
+                                         "message": ["a", "b"], "culprit": "x"})  # fmt: skip
+    assert error.overridden({"message": "c"}).messages == ("c",)
+    assert error.overridden({"expect": "pass"}) == case.Expectation("pass")
+    with pytest.raises(ValueError, match="takes no"):
+        error.overridden({"expect": "pass", "culprit": "y"})
+
+
+def test_the_recipe_s_key_list_is_generated_from_the_key_table():
+    from shared.harness import readme
+
+    recipe = readme.RECIPE.read_text(encoding="utf-8")
+    listed = recipe.split(readme.KEYS_BEGIN)[1].split(readme.KEYS_END)[0]
+    assert listed.strip() == readme.keys_list()
+    for key in case.KEYS:
+        assert f"`{key.name}`" in listed and key.doc in listed or key.takes, key.name
+
+
+def test_the_site_s_badge_colours_and_the_readme_glossary_come_from_the_kinds():
+    from shared.harness import readme
+
+    template = (Path(kinds.__file__).parent / "site" / "templates" / "style.css").read_text()
+    assert "#ddf4ff" not in template and ".verdict.anomaly" not in template  # no second copy
+    css = kinds.stylesheet()
+    for kind in kinds.KINDS:
+        rule = f".verdict.{kind.css_class} {{ background: {kind.colours.fill}; "
+        assert rule in css, kind.name
+    assert css.count(".verdict.anomaly") == 1  # every anomaly shares one badge
+    glossary = readme.README.read_text(encoding="utf-8").split(readme.KINDS_BEGIN)[1]
+    for kind in kinds.KINDS:
+        assert f"| {kind.name} | {kind.meaning} |" in glossary
+    assert [kinds.order(k) for k in ("REPRODUCED", "SKIPPED", "CRASHED", "NEW")] == [0, 3, 8, 9]
+    assert kinds.kind_of("NEW").role == kinds.ANOMALY  # a kind of another release: an anomaly
+
+
+def test_the_library_table_names_each_distribution_and_module_once():
+    names = [lib.name for lib in libraries.LIBRARIES]
+    modules = [lib.module for lib in libraries.LIBRARIES]
+    assert len(set(names)) == len(names) and len(set(modules)) == len(modules)
+    assert libraries.VERSIONED_PACKAGES[0] == "torch"
+    assert libraries.CASE_LIBRARIES["torch-optimi"] == "optimi"
+    assert "PIL" in libraries.STACK_IMPORTS and "optimi" not in libraries.STACK_IMPORTS
+    assert libraries.NOT_PRELOADED == ("bitsandbytes",)
+    assert {lib.role for lib in libraries.LIBRARIES} == set(libraries.ROLES)

@@ -13,7 +13,8 @@ import importlib.metadata
 import pytest
 from conftest import read_report, run_gallery
 
-from shared.harness.catalog import VERSIONED_PACKAGES, case_names, load_case
+from shared.harness.catalog import case_names, load_case
+from shared.harness.libraries import VERSIONED_PACKAGES
 from shared.harness.verdicts import REPRODUCED, SILENT_FAILURES, UNAFFECTED
 from shared.tiny_models import OTHER_SEED_OFFSET, PERTURBATIONS
 

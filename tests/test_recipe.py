@@ -18,16 +18,9 @@ import sys
 import pytest
 from conftest import ROOT, read_report, run_gallery
 
-from shared.harness.catalog import (
-    CASE_KEYS,
-    FAMILIES,
-    REQUIRES_KEYS,
-    VARIANT_KEYS,
-    VERSIONED_PACKAGES,
-    WHEN_KEYS,
-    case_names,
-    load_case,
-)
+from shared.harness.case import CASE_KEYS, FAMILIES, REQUIRES_KEYS, VARIANT_KEYS, WHEN_KEYS
+from shared.harness.catalog import case_names, load_case
+from shared.harness.libraries import VERSIONED_PACKAGES
 from shared.harness.verdicts import Platform, skip_reason
 
 RECIPE = ROOT / "cases" / "README.md"

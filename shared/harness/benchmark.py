@@ -33,13 +33,14 @@ import time
 from pathlib import Path
 
 from shared.harness import ExitCode
-from shared.harness.catalog import VERSIONED_PACKAGES, case_names, load_case
+from shared.harness.catalog import case_names, load_case
+from shared.harness.kinds import SKIPPED
+from shared.harness.libraries import VERSIONED_PACKAGES
 from shared.harness.library_sets import dated_set, sweep_dates
 from shared.harness.matrix import stored_bisections
 from shared.harness.paths import REPO_ROOT, RUNS_DIR
 from shared.harness.report import CaseReport
 from shared.harness.runner import NOT_PRELOADED, library_imports
-from shared.harness.verdicts import SKIPPED
 
 NOX = [sys.executable, "-m", "nox"]
 RUN_LIMIT_RATIO = 1.3  # a warm run of one case within 1.3x its limit

@@ -13,7 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from shared.harness.catalog import CaseError, Variant, load_case
+from shared.harness.case import CaseError, Variant
+from shared.harness.catalog import load_case
 from shared.harness.lines import PREFIX, by_hand_line
 from shared.harness.paths import relative, relative_text
 from shared.harness.report import (

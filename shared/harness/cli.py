@@ -25,14 +25,11 @@ from pathlib import Path
 
 from shared.distributed import rank_backend, torchrun_ranks
 from shared.harness import INSTALL_HINT, ExitCode
-from shared.harness.catalog import (
-    Case,
-    CaseError,
-    Variant,
-    case_names,
-    load_case,
-)
-from shared.harness.environment import LIBRARIES, ImportFailure, import_failures
+from shared.harness.case import Case, CaseError, Variant
+from shared.harness.catalog import case_names, load_case
+from shared.harness.environment import ImportFailure, import_failures
+from shared.harness.kinds import ANOMALIES, EXPECTED_KINDS, SKIPPED
+from shared.harness.libraries import CASE_LIBRARIES as LIBRARIES
 from shared.harness.lines import case_summary, failure_line, verdict_row
 from shared.harness.paths import CASES_DIR, RUNS_DIR, WORK_DIR
 from shared.harness.report import CaseReport, Outcome, Verdict
@@ -46,9 +43,6 @@ from shared.harness.runner import (
     start_method,
 )
 from shared.harness.verdicts import (
-    ANOMALIES,
-    EXPECTED_KINDS,
-    SKIPPED,
     Platform,
     installed_version,
     judge,

@@ -1,12 +1,13 @@
 """The environment a library set runs in: installed as exactly that set, described, and checked.
 
 - :func:`install_commands`: the installer's commands that make an environment hold exactly one
-  set: its requirements (with :data:`~shared.harness.library_sets.UNDECLARED_IMPORTS`) resolved
+  set: its requirements (with :data:`~shared.harness.libraries.UNDECLARED_IMPORTS`) resolved
   to exact pins, then ``uv pip sync``, which also removes whatever an earlier set left (``uv pip
   install`` only adds, so a reused environment would not be the set's stack); a lock file is
   synced to as it is. nox's matrix session and the tests run these same commands.
 - :func:`installed_packages`: every distribution an interpreter sees, with its version.
-- :func:`import_failures`: each installed library the cases import (:data:`LIBRARIES`) imported
+- :func:`import_failures`: each installed library the cases import
+  (:data:`~shared.harness.libraries.CASE_LIBRARIES`) imported
   in a child process of the environment's interpreter. A library that cannot be imported is an
   environment error, never a verdict: the matrix stops with exit 2 naming the set, the library
   and the missing module (or name) before any case runs; a plain ``run`` stops the same way
@@ -24,8 +25,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.harness.catalog import EXTRA_PACKAGES, VERSIONED_PACKAGES
-from shared.harness.library_sets import UNDECLARED_IMPORTS, LibrarySet
+from shared.harness.libraries import CASE_LIBRARIES, UNDECLARED_IMPORTS
+from shared.harness.library_sets import LibrarySet
 
 
 def install_commands(chosen: LibrarySet, python: str, uv: str, scratch: Path) -> list[list[str]]:
@@ -73,12 +74,6 @@ def platform_description(python: str = sys.executable) -> dict[str, str]:
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     return {"python": version, "machine": f"{platform.system()} {platform.machine()}"}
-
-
-# Every library the cases import, distribution name -> import name: the versioned ones and those
-# some variants declare besides (a release may declare too low a floor: torch-optimi 0.3 says
-# torch >= 2.2 and imports a name torch has from 2.4).
-LIBRARIES = {**{name: name for name in VERSIONED_PACKAGES}, **EXTRA_PACKAGES}
 
 
 @dataclass(frozen=True)
@@ -145,7 +140,7 @@ print("\\n" + json.dumps(failed))
 
 
 def import_failures(
-    python: str = sys.executable, packages: dict[str, str] = LIBRARIES
+    python: str = sys.executable, packages: dict[str, str] = CASE_LIBRARIES
 ) -> list[ImportFailure]:
     """Import each of ``packages`` (distribution name -> import name) installed for ``python``,
     in one child process of its own (its import noise captured, not shown); return those that

@@ -11,8 +11,9 @@ From ``pyproject.toml``:
   made of its content (``custom-<hash>``, ``as-of-DATE-<hash>`` with extra requirements), so
   that two stacks never share a column.
 
-Every set is resolved with :data:`UNDECLARED_IMPORTS` added (see there), then installed by
-``shared.harness.environment`` into an environment holding exactly that resolution.
+Every set is resolved with :data:`~shared.harness.libraries.UNDECLARED_IMPORTS` added (see
+there), then installed by ``shared.harness.environment`` into an environment holding exactly
+that resolution.
 
 This module imports no torch; nox, the CLI and the workflows read it.
 """
@@ -30,17 +31,12 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from shared.harness.catalog import case_names, load_case
+from shared.harness.libraries import UNDECLARED_IMPORTS
 from shared.harness.paths import REPO_ROOT
 
 PYPROJECT = REPO_ROOT / "pyproject.toml"
 PINNED, CUSTOM = "pinned", "custom"
 AS_OF_PREFIX = "as-of-"
-# What releases of the libraries import without declaring it, so that an environment made by a
-# strict installer (uv installs nothing unasked) lacks it where a user's pip-made virtualenv of
-# that time had it: peft 0.11 imports torch.utils.cpp_extension, bitsandbytes 0.42-0.45 imports
-# triton's build module, both import setuptools. Every set gets it unless it names it itself:
-# a rule, not a table of the dates or sets that happened to need it.
-UNDECLARED_IMPORTS = ("setuptools",)
 
 
 class LibrarySetError(Exception):

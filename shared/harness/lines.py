@@ -9,19 +9,12 @@ import functools
 import textwrap
 from dataclasses import dataclass
 
-from shared.harness.catalog import Case, Variant
+from shared.harness.case import FAILURES, Case, Variant
+from shared.harness.kinds import ANOMALIES, REPRODUCED, SKIPPED, UNAFFECTED, kind_of
 from shared.harness.library_sets import PINNED, named_sets, set_date
 from shared.harness.matrix import Row, all_rows, flip_text, flips, stored_bisections
 from shared.harness.report import Verdict
-from shared.harness.verdicts import (
-    ANOMALIES,
-    FAILURES,
-    PASSED,
-    REPRODUCED,
-    SKIPPED,
-    UNAFFECTED,
-    Platform,
-)
+from shared.harness.verdicts import Platform
 
 KIND_WIDTH, NAME_WIDTH = 14, 26
 PREFIX = "gallery verdict:"  # a run by hand's last line
@@ -89,16 +82,10 @@ def case_summary(case_name: str, case_verdicts: list[Verdict]) -> str:
 def by_hand_line(case: str, variant: Variant, verdict: Verdict, platform: Platform) -> str:
     """The one sentence a learner reads for ``verdict`` (a run by hand's last line)."""
     versions = ", ".join(f"{k} {v}" for k, v in platform.versions.items() if v)
-    if verdict.kind == SKIPPED:
-        return f"{PREFIX} {SKIPPED}: the harness would not run this here: {verdict.detail}"
-    if verdict.kind == REPRODUCED:
-        return f"{PREFIX} {REPRODUCED}: this run shows the documented failure ({verdict.detail})"
-    if verdict.kind == UNAFFECTED:
-        return (f"{PREFIX} {UNAFFECTED}: the failure is absent on these versions ({versions}), "
-                f"as documented; {_where_it_exists(variant, case)}")  # fmt: skip
-    if verdict.kind == PASSED:
-        return f"{PREFIX} {PASSED}: fixed: matches float32 ({verdict.detail})"
-    return f"{PREFIX} {verdict.kind}: NOT as documented: {verdict.detail}"
+    where = _where_it_exists(variant, case) if verdict.kind == UNAFFECTED else ""
+    sentence = kind_of(verdict.kind).by_hand.format(detail=verdict.detail, versions=versions,
+                                                    where=where)  # fmt: skip
+    return f"{PREFIX} {verdict.kind}: {sentence}"
 
 
 def _where_it_exists(variant: Variant, case: str, measured: bool = True) -> str:

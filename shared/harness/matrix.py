@@ -34,13 +34,13 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from shared.harness import ExitCode, store
-from shared.harness.catalog import VERSIONED_PACKAGES
 from shared.harness.environment import import_failures, installed_packages, platform_description
+from shared.harness.kinds import ANOMALIES, EXPECTED_KINDS, SKIPPED
+from shared.harness.libraries import VERSIONED_PACKAGES
 from shared.harness.library_sets import LibrarySetError, library_set, named_sets, set_date
 from shared.harness.paths import MATRIX_DIR, MATRIX_REPORTS_DIR, relative
 from shared.harness.report import Bisection, CaseReport
 from shared.harness.store import BISECTIONS, SETS
-from shared.harness.verdicts import ANOMALIES, EXPECTED_KINDS, SKIPPED
 
 ENVIRONMENT_FILE = "environment.json"  # in a set's report folder: what `matrix environment` saw
 TABLE_FILE = MATRIX_REPORTS_DIR / "table.md"  # where `collect` writes the table of every set

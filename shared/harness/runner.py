@@ -28,7 +28,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.harness.catalog import VERSIONED_PACKAGES, Case, Variant
+from shared.harness.case import Case, Variant
+from shared.harness.libraries import NOT_PRELOADED, VERSIONED_PACKAGES
 from shared.harness.paths import REPO_ROOT
 from shared.harness.report import Outcome, ProcessResult
 
@@ -36,10 +37,6 @@ START_METHOD_VARIABLE = "GALLERY_START"
 POLL_SECONDS = 0.02
 TERMINATE_GRACE_SECONDS = 3.0  # after SIGTERM, before SIGKILL (nox waits likewise)
 EXECUTOR = "shared.harness.executor"  # the module a spawned child runs
-# Libraries whose import initialises CUDA (bitsandbytes asks for the device's capability): in
-# the parent that would leave every forked child unable to use the GPU. Each variant imports
-# them itself.
-NOT_PRELOADED = ("bitsandbytes",)
 
 
 @dataclass

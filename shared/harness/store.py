@@ -6,7 +6,7 @@
 
 An environment (an entry of ``set.json``, keyed by ``id``, a hash of its content) records what
 was asked (the requirements and the installer's options, a lock file's hash, what the
-:data:`~shared.harness.library_sets.UNDECLARED_IMPORTS` rule added), every installed
+:data:`~shared.harness.libraries.UNDECLARED_IMPORTS` rule added), every installed
 distribution with its version, Python, the machine's kind and CUDA devices, and when it was first
 recorded. A case file names its environment and holds one row per variant: the verdict, its
 evidence (checks, measurements, knobs, culprit, producer, hazards, warnings), the error's type,
@@ -27,7 +27,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from shared.harness.catalog import VERSIONED_PACKAGES
+from shared.harness.libraries import VERSIONED_PACKAGES
 from shared.harness.report import Bisection, CaseReport, Probe, Verdict
 
 SETS, BISECTIONS = "sets", "bisections"
@@ -72,7 +72,7 @@ def new_environment(
 
 
 def versions_of(environment: dict) -> dict[str, str]:
-    """The versioned libraries (``catalog.VERSIONED_PACKAGES``) the environment held."""
+    """The versioned libraries (``libraries.VERSIONED_PACKAGES``) the environment held."""
     installed = {name.lower(): version for name, version in environment["installed"].items()}
     return {name: installed[name] for name in VERSIONED_PACKAGES if name in installed}
 

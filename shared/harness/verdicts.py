@@ -1,9 +1,9 @@
-"""Verdicts, in one module: the verdict kinds, what a variant is documented to do (its
-:class:`Expectation`, the keys case.toml gives it), and the one function that judges what a
-variant did against it (:func:`judge`).
+"""The one function that judges what a variant did against what it is documented to do
+(:func:`judge`), and the facts it judges on (:class:`Platform`, :func:`skip_reason`).
 
-A new verdict kind, a new expectation key, or a new way of observing one is a change here (and
-to its test); ``shared.harness.catalog`` only reads case.toml's tables into these types.
+The kinds it gives are ``shared.harness.kinds``'s; what a variant is documented to do (its
+``Expectation``) is ``shared.harness.case``'s. A new way of observing an expectation is a
+change here (and to its test).
 """
 
 from __future__ import annotations
@@ -12,160 +12,29 @@ import dataclasses
 import importlib.metadata
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from packaging.specifiers import SpecifierSet
-
+from shared.harness.case import (
+    SILENT_FAILURES,
+    Expectation,
+    Requirements,
+    Variant,
+    unmet_version,
+)
+from shared.harness.kinds import (
+    ANOMALIES,
+    CRASHED,
+    FIX_FAILED,
+    NOT_REPRODUCED,
+    PASSED,
+    REPRODUCED,
+    SKIPPED,
+    TIMEOUT,
+    UNAFFECTED,
+    WRONG_ERROR,
+)
+from shared.harness.libraries import VERSIONED_PACKAGES
 from shared.harness.paths import relative_text
 from shared.harness.report import ErrorRecord, Outcome, ProcessResult, Verdict
-
-if TYPE_CHECKING:
-    from shared.harness.catalog import Requirements, Variant
-
-# The verdict kinds. REPRODUCED, PASSED and UNAFFECTED are the documented behaviour; SKIPPED is
-# neither a pass nor a failure (always with its reason); the rest are anomalies that fail a run.
-REPRODUCED, PASSED, UNAFFECTED, SKIPPED = "REPRODUCED", "PASSED", "UNAFFECTED", "SKIPPED"
-WRONG_ERROR, NOT_REPRODUCED, FIX_FAILED = "WRONG-ERROR", "NOT-REPRODUCED", "FIX-FAILED"
-TIMEOUT, CRASHED = "TIMEOUT", "CRASHED"
-EXPECTED_KINDS = (REPRODUCED, PASSED, UNAFFECTED)
-ANOMALIES = (WRONG_ERROR, NOT_REPRODUCED, FIX_FAILED, TIMEOUT, CRASHED)
-
-# Packages whose versions an expectation or a requirement may depend on.
-VERSIONED_PACKAGES = ("torch", "transformers", "diffusers", "peft", "accelerate", "bitsandbytes")
-
-# error: raises the documented exception; symptom: runs clean, a measured figure is out of
-# range; warning: runs clean, the library issues the documented warning; pass: a fix, clean
-# and checked; absent: a broken variant on versions where the failure does not happen.
-EXPECTS = ("error", "symptom", "warning", "pass", "absent")
-FAILURES = ("error", "symptom", "warning")
-SILENT_FAILURES = ("symptom", "warning")  # the failures that raise nothing
-# The keys of an expectation; a `when` entry may override any of them.
-EXPECTATION_KEYS = (
-    "expect", "error", "message", "raised_in", "culprit", "symptom", "above", "below",
-    "warning", "issued_in", "note",
-)  # fmt: skip
-# What each kind of expectation takes besides `expect` and `note` (the others are refused).
-KEYS_OF = {
-    "error": {"error", "message", "raised_in", "culprit"},
-    "symptom": {"symptom", "above", "below"},
-    "warning": {"warning", "message", "issued_in"},
-    "pass": set(),
-    "absent": {"symptom", "above", "below", "warning", "message", "issued_in"},
-}
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """What a variant is documented to do (see EXPECTS)."""
-
-    expect: str
-    error: str = ""  # exception type
-    messages: tuple[str, ...] = ()  # regexes (re.search): the exception's or warning's message
-    raised_in: str = ""  # regex over the exception's frames ("path:function")
-    culprit: str = ""  # regex over the module the mismatch guard names
-    symptom: str = ""  # the label a shared.checks.measure_* call recorded
-    above: float | None = None  # the failure: the measured figure > above ...
-    below: float | None = None  # ... or < below
-    warning: str = ""  # warning category
-    issued_in: str = ""  # regex over where the warning was attributed ("path:lineno")
-    note: str = ""
-
-    @classmethod
-    def from_table(cls, raw: dict) -> Expectation:
-        """From case.toml's keys (EXPECTATION_KEYS); ValueError says what is wrong."""
-        expect = raw.get("expect")
-        if expect not in EXPECTS:
-            raise ValueError(f"expect must be one of {EXPECTS}, got {expect!r}")
-        refused = sorted(set(raw) - KEYS_OF[expect] - {"expect", "note"})
-        if refused:
-            raise ValueError(f"expect = {expect!r} takes no {refused}")
-        for key in ("error", "raised_in", "culprit", "symptom", "warning", "issued_in", "note"):
-            if not isinstance(raw.get(key, ""), str):
-                raise ValueError(f"'{key}' must be a string")
-        messages = raw.get("message", ())
-        messages = (messages,) if isinstance(messages, str) else tuple(messages)
-        patterns = (*messages, *(raw.get(k, "") for k in ("raised_in", "culprit", "issued_in")))
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except (re.error, TypeError) as exc:
-                raise ValueError(f"bad regular expression {pattern!r}: {exc}") from None
-        bounds = {key: raw[key] for key in ("above", "below") if key in raw}
-        for key, value in bounds.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"{key} must be a number")
-        if expect == "error" and not (raw.get("error") and messages):
-            raise ValueError("expect = 'error' needs both 'error' (type) and 'message'")
-        if expect == "warning" and not (raw.get("warning") and messages):
-            raise ValueError("expect = 'warning' needs both 'warning' (category) and 'message'")
-        if expect == "symptom" and not (raw.get("symptom") and len(bounds) == 1):
-            raise ValueError(
-                "expect = 'symptom' needs 'symptom' (the measured label) and "
-                "exactly one of 'above' / 'below' (where the failure starts)"
-            )
-        if expect == "absent" and raw.get("symptom") and len(bounds) != 1:
-            raise ValueError("an absent symptom needs exactly one of 'above' / 'below'")
-        return cls(
-            expect=expect,
-            error=raw.get("error", ""),
-            messages=messages,
-            raised_in=raw.get("raised_in", ""),
-            culprit=raw.get("culprit", ""),
-            symptom=raw.get("symptom", ""),
-            above=bounds.get("above"),
-            below=bounds.get("below"),
-            warning=raw.get("warning", ""),
-            issued_in=raw.get("issued_in", ""),
-            note=raw.get("note", ""),
-        )
-
-    def overridden(self, overrides: dict) -> Expectation:
-        """A ``when`` entry's expectation: this one with the entry's keys (EXPECTATION_KEYS)
-        over it. It inherits what its kind takes: an ``absent`` entry keeps the symptom or
-        warning to check; a new bound replaces the old one."""
-        inherited = {
-            "error": self.error,
-            "message": list(self.messages),
-            "raised_in": self.raised_in,
-            "culprit": self.culprit,
-            "symptom": self.symptom,
-            "above": self.above,
-            "below": self.below,
-            "warning": self.warning,
-            "issued_in": self.issued_in,
-        }
-        if {"above", "below"} & set(overrides):
-            inherited.update(above=None, below=None)
-        expect = overrides.get("expect", self.expect)
-        merged = {k: v for k, v in inherited.items() if k in KEYS_OF.get(expect, set())}
-        merged = {k: v for k, v in merged.items() if v not in (None, "", [])}
-        merged.update({"expect": expect, "note": self.note, **overrides})
-        return Expectation.from_table(merged)
-
-    def message_matches(self, message: str) -> bool:
-        return any(re.search(pattern, message) for pattern in self.messages)
-
-    def symptom_present(self, value: float) -> bool:
-        """Whether a measured figure is the documented failure (NaN counts as failure)."""
-        if value != value:  # NaN
-            return True
-        if self.above is not None:
-            return value > self.above
-        return value < self.below
-
-    @property
-    def threshold_text(self) -> str:
-        return f"above {self.above:g}" if self.above is not None else f"below {self.below:g}"
-
-
-def unmet_version(packages: dict[str, SpecifierSet], versions: dict[str, str | None]) -> str | None:
-    """The first package whose installed version is outside its specifier, said plainly."""
-    for name, spec in packages.items():
-        version = versions.get(name)
-        if version is None or not spec.contains(version, prereleases=True):
-            return f"needs {name}{spec}, found {version or 'none'}"
-    return None
-
 
 OUTPUT_TAIL_LINES = 15
 GALLERY_FAILED = "the gallery's code failed here, not the library: "
@@ -295,14 +164,6 @@ def _judge_one(
     verdict = _verdict(kind, detail, outcome, result, expectation, device)
     verdict.silent = expectation.expect in SILENT_FAILURES and kind == REPRODUCED
     return verdict
-
-
-# The facts of a setting (shared.record.setting_of), as ``fix_changes`` names them: a floating
-# dtype the models' parameters hold, a quantized layer class, an autocast region's dtype.
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
-_DTYPE = "|".join(FLOAT_DTYPES)
-SETTING_FACT = re.compile(rf"(({_DTYPE})|quantized:\w+|autocast:({_DTYPE}))")
-FIX_CHANGE = re.compile(rf"(adds|drops) ({SETTING_FACT.pattern})")
 
 
 def setting_mismatch(variant: Variant, result: ProcessResult, twin: ProcessResult | None) -> str:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from shared.harness.catalog import Case
+from shared.harness.case import FAILURES, Case
 from shared.harness.explain.answer import Answer
 from shared.harness.explain.differential import DIAGNOSE
 from shared.harness.explain.frames import affected
 from shared.harness.explain.store import Catalog, family_description, stored_runs
 from shared.harness.explain.text import pasted_versions
+from shared.harness.kinds import REPRODUCED
 from shared.harness.matrix import flip_text, flips
 from shared.harness.paths import MATRIX_DIR
-from shared.harness.verdicts import FAILURES, REPRODUCED
 
 GUARD_LINES = {
     "nan": ("from shared.culprit import NonFiniteGuard   # the gallery's shared/culprit/",

@@ -5,13 +5,12 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from shared.harness.catalog import Case
+from shared.harness.case import FAILURES, Case
 from shared.harness.explain.answer import Hit
 from shared.harness.explain.messages import find_hits, raise_site_matches
 from shared.harness.explain.parse import Paste, error_lines
 from shared.harness.explain.store import Catalog
 from shared.harness.explain.text import message_family, warning_site
-from shared.harness.verdicts import FAILURES
 
 
 def contradiction(hit: Hit, paste: Paste, catalog: Catalog) -> str:

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from shared.harness.catalog import FAMILIES, Case
+from shared.harness.case import FAILURES, FAMILIES, Case
 from shared.harness.explain.claims import USUAL_CAUSE
 from shared.harness.explain.describe import fix_statement, not_failing
 from shared.harness.explain.differential import DIAGNOSE, DIFFERENTIAL_SIZE, asks
@@ -33,7 +33,6 @@ from shared.harness.explain.text import (
     WARNING_SITE,
 )
 from shared.harness.paths import MATRIX_DIR
-from shared.harness.verdicts import FAILURES
 
 
 def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from shared.harness.catalog import FAMILIES, Case, case_names, load_case
+from shared.harness.case import FAILURES, FAMILIES, Case
+from shared.harness.catalog import case_names, load_case
 from shared.harness.explain.text import (
     DTYPE_WORDS,
     MIN_CORRECTABLE,
@@ -18,9 +19,9 @@ from shared.harness.explain.text import (
     stems,
     tokens,
 )
+from shared.harness.kinds import REPRODUCED
 from shared.harness.matrix import all_rows, stored_bisections
 from shared.harness.paths import MATRIX_DIR
-from shared.harness.verdicts import FAILURES, REPRODUCED
 
 # Families a case may not exist for yet: their answers are given all the same.
 EXTRA_FAMILIES = {

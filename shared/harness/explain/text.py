@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from shared.harness.libraries import VERSIONED_PACKAGES
+
 # Messages of each family as torch and the libraries word them, whatever the case. `generic`:
 # the message names the clash, not its cause (a case needs an anchor to be named).
 FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
@@ -66,10 +68,10 @@ SYNONYMS = (
     ("loss", "losses"),
 )
 # Words a title names that are no subject: libraries, dtypes, devices, glue.
-NOT_SUBJECT = {"torch", "transformers", "diffusers", "peft", "accelerate", "bitsandbytes", "pytorch",
-               "cpu", "cuda", "gpu", "pure", "the", "on", "a", "an", "in", "with", "of", "to",
-               "and", "or", "its", "fp16", "bf16", "float16", "bfloat16", "float32", "half",
-               "model", "models", "training", "multi", "single"}  # fmt: skip
+NOT_SUBJECT = {*VERSIONED_PACKAGES, "pytorch", "cpu", "cuda", "gpu", "pure", "the", "on", "a",
+               "an", "in", "with", "of", "to", "and", "or", "its", "fp16", "bf16", "float16",
+               "bfloat16", "float32", "half", "model", "models", "training", "multi",
+               "single"}  # fmt: skip
 
 # bm25s's English stopwords and the pronouns and verbs every report has.
 STOPWORDS = frozenset({"a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in",

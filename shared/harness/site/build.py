@@ -23,22 +23,15 @@ from markupsafe import Markup
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from shared.harness.catalog import FAMILIES, Case, CaseError, case_names, load_case
+from shared.harness.case import FAMILIES, SILENT_FAILURES, Case, CaseError, Expectation
+from shared.harness.catalog import case_names, load_case
 from shared.harness.explain import catalog_index
+from shared.harness.kinds import SKIPPED, kind_of, order, stylesheet
 from shared.harness.lines import verdict_cells
 from shared.harness.matrix import Row, all_rows, flip_text, flips, stored_bisections
 from shared.harness.paths import CASES_DIR, CUDA_DIR, MATRIX_DIR, RUNS_DIR
 from shared.harness.report import CaseReport, Verdict
 from shared.harness.site.timeline import timeline_svg
-from shared.harness.verdicts import (
-    EXPECTED_KINDS,
-    PASSED,
-    REPRODUCED,
-    SILENT_FAILURES,
-    SKIPPED,
-    UNAFFECTED,
-    Expectation,
-)
 from shared.hazards import FINDERS, HAZARDS
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
@@ -177,7 +170,7 @@ def build(
         for name in page.files:
             shutil.copyfile(page.case.folder / name, folder / name)
         written.append(f"{page.case.name}/index.html")
-    shutil.copyfile(TEMPLATES_DIR / "style.css", out / "style.css")
+    _write(out / "style.css", site_stylesheet())
     code_style = HtmlFormatter(style="friendly", nobackground=True).get_style_defs(".code")
     _write(out / "pygments.css", code_style)
     (out / SITE_MARKER).touch()
@@ -279,9 +272,6 @@ def documented(expectation: Expectation) -> str:
     return "passes"
 
 
-_KIND_ORDER = {REPRODUCED: -4, PASSED: -3, UNAFFECTED: -2, SKIPPED: -1}  # anomalies after these
-
-
 def run_summary(report: CaseReport | None) -> RunSummary | None:
     if report is None:
         return None
@@ -292,7 +282,7 @@ def run_summary(report: CaseReport | None) -> RunSummary | None:
         finished=format_time(report.finished),
         device=f"CUDA ({gpus} × {report.cuda_devices[0]})" if gpus else "CPU",
         versions=" · ".join(f"{name} {ver or 'not installed'}" for name, ver in versions.items()),
-        counts=sorted(kinds.items(), key=lambda item: _KIND_ORDER.get(item[0], 0)),
+        counts=sorted(kinds.items(), key=lambda item: order(item[0])),
     )
 
 
@@ -403,9 +393,14 @@ def read_report(path: Path) -> CaseReport | None:
 
 
 def verdict_class(kind: str) -> str:
-    if kind in EXPECTED_KINDS:
-        return f"verdict {kind.lower()}"
-    return "verdict skipped" if kind == SKIPPED else "verdict anomaly"
+    return f"verdict {kind_of(kind).css_class}"
+
+
+def site_stylesheet() -> str:
+    """The site's stylesheet: the template's, then each verdict badge's colours (kinds.py)."""
+    css = (TEMPLATES_DIR / "style.css").read_text(encoding="utf-8")
+    generated = "/* verdict badge colours: generated from shared/harness/kinds.py */"
+    return f"{css.rstrip()}\n\n{generated}\n{stylesheet()}"
 
 
 def _environment() -> jinja2.Environment:

@@ -11,32 +11,14 @@ from xml.sax.saxutils import escape
 
 from markupsafe import Markup
 
-from shared.harness.catalog import VERSIONED_PACKAGES
-from shared.harness.verdicts import (
-    CRASHED,
-    FIX_FAILED,
-    NOT_REPRODUCED,
-    PASSED,
-    REPRODUCED,
-    SKIPPED,
-    TIMEOUT,
-    UNAFFECTED,
-    WRONG_ERROR,
-)
+from shared.harness.kinds import KINDS, kind_of
+from shared.harness.libraries import VERSIONED_PACKAGES, short_name
 
-# (fill, text) per verdict: the colours of the site's verdict badges (style.css).
-COLOURS = {
-    REPRODUCED: ("#ddf4ff", "#0550ae"),
-    PASSED: ("#dafbe1", "#116329"),
-    UNAFFECTED: ("#e0e7ff", "#3730a3"),
-    SKIPPED: ("#eaeef2", "#57606a"),
-}
-ANOMALY_COLOURS = ("#ffebe9", "#a40e26")
-SHORT = {REPRODUCED: "REPRO", PASSED: "PASS", UNAFFECTED: "UNAFF", SKIPPED: "skip",
-         WRONG_ERROR: "WRONG", NOT_REPRODUCED: "NOT-R", FIX_FAILED: "FIX-F", TIMEOUT: "TIME",
-         CRASHED: "CRASH"}  # fmt: skip
 LABEL_WIDTH, CELL_WIDTH, CELL_HEIGHT, HEADER = 190, 74, 22, 26
 VERSION_LINE = 11
+# Under the picture: what each label says.
+LEGEND = " · ".join([*(f"{kind.label} {kind.legend}" for kind in KINDS if kind.legend),
+                     "anything else: not as documented"])  # fmt: skip
 
 
 def timeline_svg(rows: list, variants: list[str]) -> Markup:
@@ -69,7 +51,7 @@ def timeline_svg(rows: list, variants: list[str]) -> Markup:
             version = versions[date].get(name, "—")
             y = HEADER + VERSION_LINE * line
             parts.append(f'<text class="v" x="{x}" y="{y}" text-anchor="middle">'
-                         f"{escape(_short_name(name))} {escape(version)}</text>")  # fmt: skip
+                         f"{escape(short_name(name))} {escape(version)}</text>")  # fmt: skip
     for line, name in enumerate(shown):
         y = HEADER + VERSION_LINE * line
         parts.append(f'<text class="v" x="{LABEL_WIDTH - 8}" y="{y}" text-anchor="end">'
@@ -85,23 +67,17 @@ def timeline_svg(rows: list, variants: list[str]) -> Markup:
                 parts.append(f'<text class="v" x="{x + CELL_WIDTH / 2}" y="{y + 15}" '
                              'text-anchor="middle">not run</text>')  # fmt: skip
                 continue
-            fill, ink = COLOURS.get(row.verdict, ANOMALY_COLOURS)
+            kind = kind_of(row.verdict)
+            fill, ink = kind.colours.fill, kind.colours.ink
             tip = f"{variant} on {date}: {row.verdict}: {row.message}"
             parts.append(
                 f'<g><title>{escape(tip)}</title><rect x="{x + 2}" y="{y + 2}" '
                 f'width="{CELL_WIDTH - 4}" height="{CELL_HEIGHT - 4}" rx="3" fill="{fill}"/>'
                 f'<text x="{x + CELL_WIDTH / 2}" y="{y + 15}" text-anchor="middle" '
-                f'fill="{ink}">{SHORT.get(row.verdict, row.verdict)}'
+                f'fill="{ink}">{kind.label}'
                 f"{'*' if row.silent else ''}</text></g>"
             )
     legend_y = top + CELL_HEIGHT * len(variants) + 18
-    parts.append(f'<text class="v" x="4" y="{legend_y}">REPRO reproduced as documented '
-                 "(* raises nothing) · PASS fix passed · UNAFF failure absent on these versions, "
-                 "as documented · skip cannot run there (reason in the table) · anything else: "
-                 "not as documented</text>")  # fmt: skip
+    parts.append(f'<text class="v" x="4" y="{legend_y}">{escape(LEGEND)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
-
-
-def _short_name(package: str) -> str:
-    return {"transformers": "tf", "diffusers": "diff", "accelerate": "acc"}.get(package, package)
