@@ -210,7 +210,9 @@ def by_hand(gallery) -> dict:
         for case, variant in CUDA_ONLY
         if gallery.report(case.name)[variant.name]["kind"] == SKIPPED
     ]
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+    # One run per core this process may use, two at least, four at most (each holds ~1 GB).
+    workers = min(4, max(2, len(os.sched_getaffinity(0))))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         return dict(zip(scripts, pool.map(run_by_hand, scripts), strict=True))
 
 
