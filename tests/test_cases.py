@@ -13,27 +13,31 @@ import ast
 import difflib
 import os
 import re
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import ROOT
+from helpers import run_by_hand
 
 from shared.harness.by_hand import judge_by_hand, recorded_result
 from shared.harness.catalog import case_names, load_case
 from shared.harness.lines import PREFIX, by_hand_line
 from shared.harness.report import Verdict
-from shared.harness.verdicts import ANOMALIES, PASSED, REPRODUCED, SKIPPED, UNAFFECTED, Platform
+from shared.harness.verdicts import (
+    EXPECTED_KINDS,
+    PASSED,
+    REPRODUCED,
+    SKIPPED,
+    UNAFFECTED,
+    Platform,
+)
 
 CASES = {name: load_case(name) for name in case_names()}
-VARIANTS = [(case, variant.name) for case in CASES.values() for variant in case.variants]
 RUN_VARIANTS = [(case, v) for case in CASES.values() for v in case.variants]
 PAIRS = [(case, variant) for case in CASES.values() for variant in case.variants if variant.fixes]
 # A fix is a small change: the diff of a declared pair, docstrings included.
 MAX_CHANGED_LINES = 15
-DOCUMENTED = {"error": REPRODUCED, "symptom": REPRODUCED, "warning": REPRODUCED,
-              "pass": PASSED, "absent": UNAFFECTED}  # fmt: skip
+DOCUMENTED_KINDS = (*EXPECTED_KINDS, SKIPPED)  # SKIPPED: never a pass, always with its reason
 
 
 def ids(param) -> str:
@@ -50,28 +54,35 @@ def test_the_whole_gallery_runs_as_documented_in_one_run(gallery):
     assert "gallery: OK (" in gallery.process.stdout
 
 
+def _not_as_documented(verdict: dict) -> str:
+    """Why a variant's recorded verdict is not the documented behaviour (judge decided its kind:
+    an anomaly is one), or "": one line naming the variant, its kind and its detail."""
+    kind, detail = verdict["kind"], verdict["detail"]
+    said = f"{verdict['variant']}: {kind}: {detail}"
+    if kind not in DOCUMENTED_KINDS:
+        return f"{said}  (not a documented kind: {', '.join(DOCUMENTED_KINDS)})"
+    undated = [
+        check for check in verdict["checks"] if "max_abs_err" in check and "dtype" not in check
+    ]
+    if kind == PASSED and undated:  # each numeric check records the dtype it compared
+        return f"{said}  (a numeric check recorded no dtype: {undated[0]})"
+    if verdict["silent"] and not detail.startswith("raises nothing"):
+        return f"{said}  (a silent failure must say it raises nothing)"
+    return ""
+
+
 @pytest.mark.parametrize("case", CASES.values(), ids=ids)
 def test_each_case_runs_as_documented(case, gallery):
+    """Every variant's verdict is a documented kind (a skip with its reason included): the
+    failure reproduced, the fix passed, the failure absent where documented so."""
     report = gallery.report(case.name)
     assert list(report) == [variant.name for variant in case.variants], gallery.evidence()
     summary = gallery.summary(case.name)
     assert summary and "NOT AS DOCUMENTED" not in summary, summary or gallery.evidence()
-    assert not [v for v in report.values() if v["kind"] in ANOMALIES], summary
+    problems = [problem for problem in map(_not_as_documented, report.values()) if problem]
+    assert not problems, f"{case.name}:\n" + "\n".join(problems)
     text = (gallery.report_dir / f"{case.name}.json").read_text(encoding="utf-8")
     assert str(ROOT) not in text, "a report holds an absolute path of this machine"
-
-
-@pytest.mark.parametrize(("case", "variant_name"), VARIANTS, ids=ids)
-def test_variant_verdict(case, variant_name, gallery):
-    verdict = gallery.report(case.name)[variant_name]
-    _skip_if_skipped(case, verdict)
-    variant = next(v for v in case.variants if v.name == variant_name)
-    expectation = variant.expectation_for(gallery.versions(case.name), verdict["device"])
-    assert verdict["kind"] == DOCUMENTED[expectation.expect], verdict["detail"]
-    if expectation.expect == "pass":  # each numeric check recorded what it compared
-        assert all("dtype" in check for check in verdict["checks"] if "max_abs_err" in check)
-    if expectation.expect in ("symptom", "warning"):
-        assert verdict["silent"] and verdict["detail"].startswith("raises nothing")
 
 
 SILENT = [(case, v) for case in CASES.values() for v in case.variants if v.may_fail_silently]
@@ -147,19 +158,6 @@ def test_no_case_and_no_module_of_the_cases_api_imports_the_harness():
     assert not offenders, f"cases and shared/ must not import the harness: {offenders}"
 
 
-def _by_hand(script) -> tuple[subprocess.CompletedProcess, str]:
-    """Run a variant as a learner does, from the repository root, nothing installed; return the
-    run and its verdict line."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GALLERY_HARNESS")}
-    run = subprocess.run([sys.executable, str(script.relative_to(ROOT))], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
-    # The line ends stdout (a clean run) or stderr (after the traceback), whatever the other
-    # stream printed (library warnings, exit messages).
-    ends = [next((line for line in reversed(out.splitlines()) if line.strip()), "")
-            for out in (run.stdout, run.stderr)]  # fmt: skip
-    return run, next((line for line in ends if line.startswith(PREFIX)), " | ".join(ends))
-
-
 def _expected_line(case, variant, verdict: dict) -> str:
     """The line lines.by_hand_line makes of the harness's verdict, judged as a run by hand is."""
     recorded = Verdict.from_record(verdict)
@@ -181,12 +179,13 @@ def test_the_run_by_hand_judges_the_recorded_run_as_the_harness_did(case, varian
 # One variant of each expectation (the quickest the gallery run found), run as a learner does;
 # a skipped one is run by hand below (every CUDA-only variant, on a machine without CUDA).
 BY_HAND_KINDS = ("error", "symptom", "warning", "pass", "absent")
+CUDA_ONLY = [
+    (case, variant) for case in CASES.values() for variant in case.variants if variant.requires.cuda
+]
 
 
-@pytest.mark.parametrize("expect", BY_HAND_KINDS)
-def test_a_variant_run_by_hand_ends_with_the_line_the_harness_gives(expect, gallery):
-    """`python cases/<case>/<variant>.py` works without installing the project and ends with the
-    line lines.by_hand_line makes of the harness's verdict (figures aside: another thread count)."""
+def _quickest(expect: str, gallery) -> tuple | None:
+    """(case, variant, verdict) of the quickest variant the gallery ran that expects ``expect``."""
     found = []
     for case in CASES.values():
         report = gallery.report(case.name)
@@ -197,9 +196,34 @@ def test_a_variant_run_by_hand_ends_with_the_line_the_harness_gives(expect, gall
             expectation = variant.expectation_for(gallery.versions(case.name), verdict["device"])
             if expectation.expect == expect:
                 found.append((verdict["seconds"], case, variant, verdict))
+    return min(found, key=lambda sample: sample[0])[1:] if found else None
+
+
+@pytest.fixture(scope="module")
+def by_hand(gallery) -> dict:
+    """The variants this module runs by hand, all in one pool (each run is mostly the import of
+    torch and the libraries): the quickest of each expectation, and every CUDA-only variant the
+    gallery run skipped. {script: (run, its verdict line)}."""
+    quickest = [found for found in (_quickest(e, gallery) for e in BY_HAND_KINDS) if found]
+    scripts = [variant.script for _, variant, _ in quickest] + [
+        variant.script
+        for case, variant in CUDA_ONLY
+        if gallery.report(case.name)[variant.name]["kind"] == SKIPPED
+    ]
+    # One run per core this process may use, two at least, four at most (each holds ~1 GB).
+    workers = min(4, max(2, len(os.sched_getaffinity(0))))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(scripts, pool.map(run_by_hand, scripts), strict=True))
+
+
+@pytest.mark.parametrize("expect", BY_HAND_KINDS)
+def test_a_variant_run_by_hand_ends_with_the_line_the_harness_gives(expect, gallery, by_hand):
+    """`python cases/<case>/<variant>.py` works without installing the project and ends with the
+    line lines.by_hand_line makes of the harness's verdict (figures aside: another thread count)."""
+    found = _quickest(expect, gallery)
     assert found, f"no variant expects {expect!r} on this stack"
-    _, case, variant, verdict = min(found, key=lambda sample: sample[0])
-    _, last = _by_hand(variant.script)
+    case, variant, verdict = found
+    _, last = by_hand[variant.script]
     expected = _expected_line(case, variant, verdict)
     assert _figures_aside(last) == _figures_aside(expected), f"{case.name}/{variant.name}"
     assert last.startswith(f"{PREFIX} {verdict['kind']}: "), last
@@ -209,35 +233,15 @@ def _figures_aside(text: str) -> str:
     return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", text)
 
 
-CUDA_ONLY = [
-    (case, variant) for case in CASES.values() for variant in case.variants if variant.requires.cuda
-]
-
-
-@pytest.fixture(scope="module")
-def cuda_only_by_hand(gallery):
-    """Every CUDA-only variant the gallery run skipped, run by hand, two at a time."""
-    skipped = [
-        variant
-        for case, variant in CUDA_ONLY
-        if gallery.report(case.name)[variant.name]["kind"] == SKIPPED
-    ]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = pool.map(lambda variant: _by_hand(variant.script), skipped)
-        return dict(zip([variant.script for variant in skipped], runs, strict=True))
-
-
 @pytest.mark.parametrize(("case", "variant"), CUDA_ONLY, ids=ids)
-def test_a_cuda_only_variant_run_by_hand_without_cuda_says_so(
-    case, variant, gallery, cuda_only_by_hand
-):
+def test_a_cuda_only_variant_run_by_hand_without_cuda_says_so(case, variant, gallery, by_hand):
     """A learner must never see a green run where it cannot work: the script exits non-zero
     saying it needs CUDA, and ends with the harness's SKIPPED line and its reason."""
     verdict = gallery.report(case.name)[variant.name]
     if verdict["device"] == "cuda":
         pytest.skip("the claim is about machines without CUDA")
     assert verdict["kind"] == SKIPPED, verdict["detail"]
-    run, last = cuda_only_by_hand[variant.script]
+    run, last = by_hand[variant.script]
     assert run.returncode != 0, run.stdout[-2000:]
     assert "CUDA" in run.stdout + run.stderr
     assert last == _expected_line(case, variant, verdict)

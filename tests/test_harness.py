@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, read_report, run_gallery
+from helpers import case_toml, write_case
 
 # A real dtype mismatch from a real torch op: the message the cases look for.
 MISMATCH = """
@@ -84,15 +85,7 @@ expect = "error"
 error = "RuntimeError"
 message = 'mat1 and mat2 must have the same dtype, but got Float and BFloat16'
 """
-CASE_TOML = f"""
-title = "Synthetic case"
-summary = "every verdict once"
-project = "tests"
-issue = "https://example.invalid/1"
-family = "dtype-mix"
-cause = "c"
-era_start = 2024-01-01
-
+CASE_TOML = case_toml(f"""
 [[variant]]
 name = "reproduced"
 script = "reproduced.py"
@@ -265,7 +258,7 @@ name = "needs_old_torch"
 script = "passed.py"
 expect = "pass"
 requires = {{ packages = {{ torch = "<1.0" }} }}
-"""
+""")
 EXPECTED = {
     "reproduced": "REPRODUCED",
     "wrong_message": "WRONG-ERROR",
@@ -296,14 +289,6 @@ EXPECTED = {
     "needs_cuda": "SKIPPED",
     "needs_old_torch": "SKIPPED",
 }
-
-
-def write_case(cases_dir: Path, name: str, toml: str, scripts: dict[str, str]) -> None:
-    folder = cases_dir / name
-    folder.mkdir(parents=True)
-    (folder / "case.toml").write_text(toml, encoding="utf-8")
-    for file_name, source in scripts.items():
-        (folder / file_name).write_text(textwrap.dedent(source), encoding="utf-8")
 
 
 @pytest.fixture(scope="module", params=["fork", "spawn"])
@@ -472,9 +457,7 @@ def test_an_installed_library_that_cannot_be_imported_stops_the_run(tmp_path, li
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("import setuptools_not_installed_here\n")
     scripts = {"broken.py": f"import {library}\n", "fixed.py": f"import {library}\n"}
-    toml = (
-        'title = "t"\nsummary = "s"\ncause = "c"\nfamily = "dtype-mix"\nproject = "tests"\n'
-        'issue = "https://example.invalid/1"\nera_start = 2024-01-01\n'
+    toml = case_toml(
         '[[variant]]\nname = "broken"\nscript = "broken.py"\nexpect = "error"\n'
         'error = "RuntimeError"\nmessage = "x"\n'
         '[[variant]]\nname = "fixed"\nscript = "fixed.py"\nexpect = "pass"\n'

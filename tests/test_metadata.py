@@ -6,20 +6,13 @@ import ast
 from pathlib import Path
 
 import pytest
+from helpers import case_toml
 
 from shared.harness import case, kinds, libraries, verdicts
 from shared.harness.case import FAILURES, CaseError
 from shared.harness.catalog import case_names, load_case
 
-GOOD = """
-title = "t"
-summary = "s"
-project = "p"
-issue = "https://example.invalid/1"
-family = "dtype-mix"
-cause = "c"
-era_start = 2024-01-01
-
+GOOD = case_toml("""
 [[variant]]
 name = "broken"
 script = "broken.py"
@@ -37,7 +30,7 @@ name = "fixed"
 script = "fixed.py"
 expect = "pass"
 requires = { cuda = true, gpus = 2, packages = { transformers = ">=5" }, reason = "why" }
-"""
+""")
 
 
 def make_case(tmp_path, toml: str, scripts=("broken.py", "fixed.py")):
@@ -227,15 +220,7 @@ def test_every_fix_changes_entry_names_a_change_the_pinned_run_needs(gallery):
             assert drops <= held["theirs"], (name, variant.name, drops - held["theirs"])
 
 
-SILENT = """
-title = "t"
-summary = "s"
-project = "p"
-issue = "https://example.invalid/1"
-family = "dtype-mix"
-cause = "c"
-era_start = 2024-01-01
-
+SILENT = case_toml("""
 [[variant]]
 name = "broken"
 script = "broken.py"
@@ -252,7 +237,7 @@ name = "fixed"
 script = "fixed.py"
 expect = "pass"
 fixes = "broken"
-"""
+""")
 
 
 def test_an_absent_entry_inherits_the_symptom_it_checks(tmp_path):

@@ -10,12 +10,18 @@ no `.nox/`, so `tools/nox.py` builds its bootstrap environment with Debian's pyt
 builds the session environments from the pins. What is reused are the package caches in the
 user's home (uv's and pip's), so the packages are not downloaded again.
 
+The clone is made beside uv's cache (`uv cache dir`: `UV_CACHE_DIR`, else `~/.cache/uv`), on its
+filesystem, as a user's clone in their home is: uv then hardlinks each session's environment from
+the packages the machine already holds (a torch environment costs seconds and no disk), where a
+clone under /tmp on another mount (CI's container) would copy gigabytes twice. The test checks
+that it did.
+
 One honest departure from "exactly what a newcomer gets": the test command would run the whole
 suite again, this test included (recursion, and CI time doubled). The command is run as
 written, but with PYTEST_ADDOPTS (pytest's own environment variable, which nox passes through to
-`python -m pytest`) naming a few cheap tests (INNER_TESTS). What is checked is that the command
-builds the `tests` environment from the pins and pytest runs and passes in it; the full suite is
-what the outer run itself is.
+`python -m pytest`) naming one cheap test (INNER_TESTS) that needs a package of the `test` group
+(hadolint). What is checked is that the command builds the `tests` environment from the pins and
+pytest runs and passes in it; the full suite is what the outer run itself is.
 
 `test_without_python3_venv_the_case_command_says_what_to_install` runs the case command on
 Debian's python3 as a stock Debian has it, without `python3-venv` (no ensurepip, so no venv can
@@ -33,6 +39,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -40,11 +47,8 @@ from conftest import ROOT
 
 DEBIAN_PYTHON = Path("/usr/bin/python3")
 BOOTSTRAP = ROOT / "tools" / "nox.py"
-# The inner `nox -s tests`: cheap tests that need the session's packages (nox, hadolint).
-INNER_TESTS = (
-    "tests/test_docker.py tests/test_nox.py::test_every_case_folder_is_a_tagged_session "
-    "tests/test_setup_commands.py::test_older_python_gets_one_line_stubbed"
-)
+# The inner `nox -s tests`: cheap tests that need a package of the session's group (hadolint).
+INNER_TESTS = "tests/test_docker.py"
 # What the outer test run leaves in the environment that a newcomer's shell would not have.
 FOREIGN_VARIABLES = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX", "UV_PYTHON")
 
@@ -69,6 +73,23 @@ def readme_commands(root: Path = ROOT) -> dict[str, str]:
 def shell_words(command: str) -> list[str]:
     """The command without its trailing comment, as words."""
     return shlex.split(command, comments=True)
+
+
+def uv_cache(env: dict[str, str]) -> Path:
+    """The uv cache a newcomer's nox would use (uv is in the tests' environment: `test` group)."""
+    found = subprocess.run([str(Path(sys.executable).parent / "uv"), "cache", "dir"], env=env,
+                           check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+    return Path(found)
+
+
+@pytest.fixture
+def beside_the_uv_cache():
+    """A scratch folder on the filesystem of the machine's uv cache, removed afterwards."""
+    parent = uv_cache(newcomer_environment()).parent
+    parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="gallery-fresh-clone-", dir=parent))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def fresh_clone(destination: Path) -> Path:
@@ -117,9 +138,9 @@ def test_ci_runs_the_readme_test_command():
     not DEBIAN_PYTHON.exists() and not os.environ.get("CI"),
     reason="no /usr/bin/python3 here (CI has Debian's)",
 )
-def test_readme_commands_work_in_a_fresh_clone(tmp_path):
+def test_readme_commands_work_in_a_fresh_clone(beside_the_uv_cache):
     assert DEBIAN_PYTHON.exists(), "CI must have Debian's /usr/bin/python3"
-    clone = fresh_clone(tmp_path / "clone")
+    clone = fresh_clone(beside_the_uv_cache / "clone")
     assert not (clone / ".nox").exists()
     env = newcomer_environment()
     commands = readme_commands(clone)  # the clone's own README: what it says is what is run
@@ -133,6 +154,10 @@ def test_readme_commands_work_in_a_fresh_clone(tmp_path):
     # The bootstrap environment stands on Debian's interpreter, not on this test's.
     stamp = (clone / ".nox" / "_bootstrap" / "bootstrap.json").read_text(encoding="utf-8")
     assert f'"base": "{DEBIAN_PYTHON.resolve()}"' in stamp
+    # Linked from the machine's cache, as a user's environments are, not copied (nor fetched).
+    if os.environ.get("UV_LINK_MODE", "hardlink") == "hardlink":
+        torch = next((clone / ".nox" / "case-minicpm").glob("lib/python*/site-packages/torch"))
+        assert (torch / "__init__.py").stat().st_nlink > 1, "torch was copied, not hardlinked"
 
     tests = run_as_written(commands["tests"], clone, {**env, "PYTEST_ADDOPTS": INNER_TESTS})
     output = tests.stdout + tests.stderr
