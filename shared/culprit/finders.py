@@ -11,13 +11,8 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from shared.culprit.audit import (
-    _dtype_name,
-    _is_floating,
-    _keep_in_fp32_entries,
-    _majority,
-    audit,
-)
+from shared.culprit.audit import audit, keep_in_fp32_entries, majority
+from shared.culprit.tensors import added_as_scores, dtype_name, is_floating
 from shared.hazards import HAZARDS
 
 # --- hazards: the patterns the gallery's cases document, found in a model ----------------------
@@ -53,8 +48,8 @@ def hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> lis
     """
     found: list[Hazard] = []
     rows = audit(model)
-    majority = _majority(rows)
-    kept_by = _keep_in_fp32_entries(model)
+    most = majority(rows)
+    kept_by = keep_in_fp32_entries(model)
     parameters = dict(model.named_parameters())
     fine_tuning = any(p.requires_grad for p in parameters.values()) and not all(
         p.requires_grad for p in parameters.values()
@@ -68,9 +63,9 @@ def hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> lis
                 and row.odd
                 and row.dtype == "float32"
                 and not master
-                and (majority[1] in ("float16", "bfloat16"))
+                and (most[1] in ("float16", "bfloat16"))
             ):
-                found.append(Hazard("float32-in-half", path, f"float32 in a {majority[1]} model"))
+                found.append(Hazard("float32-in-half", path, f"float32 in a {most[1]} model"))
             if (
                 row.kind == "buffer"
                 and row.dtype in ("float16", "bfloat16")
@@ -86,7 +81,7 @@ def hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> lis
                 found.append(
                     Hazard("keep-in-fp32-cast-away", path, f"float16, listed in {attribute}")
                 )
-        found += _left_behind(path, module, majority)
+        found += _left_behind(path, module, most)
     found += _lossy_merge(model)
     half_on_cpu = [n for n, p in parameters.items() if p.dtype == torch.float16 and p.is_cpu]
     if half_on_cpu:
@@ -96,9 +91,9 @@ def hazards(model: nn.Module, attention_mask: torch.Tensor | None = None) -> lis
     if fine_tuning and trainable:
         found.append(Hazard("half-trainable", trainable[0],
                             f"{len(trainable)} trainable float16 parameters"))  # fmt: skip
-    if attention_mask is not None and _added_as_scores(attention_mask):
+    if attention_mask is not None and added_as_scores(attention_mask):
         found.append(Hazard("float-attention-mask", "attention_mask",
-                            f"{_dtype_name(attention_mask.dtype)} mask of 0 and 1"))  # fmt: skip
+                            f"{dtype_name(attention_mask.dtype)} mask of 0 and 1"))  # fmt: skip
     return found
 
 
@@ -113,7 +108,7 @@ def _left_behind(path: str, module: nn.Module, majority: tuple[str, str]) -> lis
             continue
         for item in [item for item in held if isinstance(item, nn.Module)]:
             rows = audit(item)
-            odd = {(row.device, row.dtype) for row in rows if _is_floating(row.dtype)}
+            odd = {(row.device, row.dtype) for row in rows if is_floating(row.dtype)}
             odd.discard(majority)
             if odd:
                 device, dtype = sorted(odd)[0]
@@ -145,7 +140,7 @@ def _lossy_merge(model: nn.Module) -> list[Hazard]:
         if type(weight).__name__ in QUANTIZED_PARAMETERS:
             lossy[name] = QUANTIZED_PARAMETERS[type(weight).__name__]
         elif weight.dtype in (torch.float16, torch.bfloat16):
-            lossy[name] = _dtype_name(weight.dtype)
+            lossy[name] = dtype_name(weight.dtype)
     if not lossy:
         return []
     first, kinds = next(iter(lossy)), sorted(set(lossy.values()))
@@ -175,15 +170,6 @@ def _targeted_modules(peft_model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
                 break
 
 
-def _added_as_scores(mask: torch.Tensor) -> bool:
-    """A float mask of 0 and 1: attention adds a float mask to its scores, so "keep" (1) and
-    "drop" (0) become two offsets a step apart; a bool mask, or -inf for "drop", is applied."""
-    if not mask.is_floating_point() or mask.numel() == 0:
-        return False
-    zeros, ones = mask == 0, mask == 1
-    return bool((zeros | ones).all() and zeros.any() and ones.any())
-
-
 def pipeline_hazards(components: dict) -> list[Hazard]:
     """The components of one pipeline (``pipe.components``) that hold another float dtype than
     its denoiser (``unet`` / ``transformer``, else the largest): a pipeline called in one dtype
@@ -191,8 +177,8 @@ def pipeline_hazards(components: dict) -> list[Hazard]:
     dtypes = {}
     for name, component in components.items():
         if isinstance(component, nn.Module):
-            _, dtype = _majority(audit(component))
-            if dtype != "-" and _is_floating(dtype):
+            _, dtype = majority(audit(component))
+            if dtype != "-" and is_floating(dtype):
                 dtypes[name] = (dtype, sum(p.numel() for p in component.parameters()))
     if len({dtype for dtype, _ in dtypes.values()}) < 2:
         return []
@@ -223,7 +209,7 @@ def optimizer_hazards(optimizer: torch.optim.Optimizer) -> list[Hazard]:
     ]  # fmt: skip
     if not half:
         return []
-    detail = f"steps {len(half)} {_dtype_name(half[0].dtype)} parameters in place"
+    detail = f"steps {len(half)} {dtype_name(half[0].dtype)} parameters in place"
     return [Hazard("half-optimizer", type(optimizer).__name__, detail)]
 
 

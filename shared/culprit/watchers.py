@@ -18,9 +18,15 @@ from torch import nn
 from torch.nn import functional as F
 from torch.overrides import TorchFunctionMode
 
-from shared.culprit.audit import HALF_DTYPES, _dtype_name
-from shared.culprit.finders import Hazard, _added_as_scores
-from shared.culprit.guards import Mismatch, NonFinite, _full_path, _live_parents
+from shared.culprit.finders import Hazard
+from shared.culprit.guards import Mismatch, NonFinite
+from shared.culprit.tensors import (
+    HALF_DTYPES,
+    added_as_scores,
+    dtype_name,
+    full_path,
+    live_parents,
+)
 
 
 def seen_hazards(*watchers) -> list[Hazard]:
@@ -84,8 +90,8 @@ class OpWatch(TorchFunctionMode):
         seen = {hazard.kind for hazard in self.found}
         if func is F.scaled_dot_product_attention:
             mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
-            if "float-attention-mask" not in seen and mask is not None and _added_as_scores(mask):
-                detail = f"attn_mask {_dtype_name(mask.dtype)} of 0 and 1"
+            if "float-attention-mask" not in seen and mask is not None and added_as_scores(mask):
+                detail = f"attn_mask {dtype_name(mask.dtype)} of 0 and 1"
                 self.found.append(
                     Hazard("float-attention-mask", "scaled_dot_product_attention", detail)
                 )
@@ -102,7 +108,7 @@ class OpWatch(TorchFunctionMode):
         elif "half-fft" not in seen:
             data = kwargs.get("input", args[0] if args else None)
             if isinstance(data, torch.Tensor) and data.dtype in HALF_DTYPES:
-                detail = f"input {_dtype_name(data.dtype)} on {data.device}"
+                detail = f"input {dtype_name(data.dtype)} on {data.device}"
                 self.found.append(Hazard("half-fft", f"torch.fft.{self.FFTS[func]}", detail))
 
 
@@ -146,7 +152,7 @@ def _failed_op(func, args: tuple, kwargs: dict, exc: Exception) -> FailedOp:
     name = getattr(func, "__name__", str(func))
     return FailedOp(
         name,
-        tuple((_dtype_name(t.dtype), str(t.device)) for t in tensors),
+        tuple((dtype_name(t.dtype), str(t.device)) for t in tensors),
         caller.f_code.co_filename if caller else "?",
         caller.f_lineno if caller else 0,
         module,
@@ -187,7 +193,7 @@ def _fill_out_of_range(name: str, args: tuple, kwargs: dict) -> list[Hazard]:
     largest = torch.finfo(dtype).max
     if abs(value) <= largest:
         return []
-    detail = f"{value:g} into a {_dtype_name(dtype)} tensor (its range ends at +-{largest:g})"
+    detail = f"{value:g} into a {dtype_name(dtype)} tensor (its range ends at +-{largest:g})"
     return [Hazard("fill-out-of-range", _running_module() or name, f"{name}: {detail}")]
 
 
@@ -197,7 +203,7 @@ def _running_module() -> str:
     while frame is not None:
         owner = frame.f_locals.get("self") if frame.f_code.co_name == "forward" else None
         if isinstance(owner, nn.Module):
-            return _full_path(owner, _live_parents())
+            return full_path(owner, live_parents())
         frame = frame.f_back
     return ""
 
@@ -248,10 +254,10 @@ class FlatParamWatch(_ProfileWatch):
             return
         try:
             params = list(frame.f_locals["params"])
-            dtypes = Counter(_dtype_name(p.dtype) for p in params)
+            dtypes = Counter(dtype_name(p.dtype) for p in params)
             if len(dtypes) > 1:
                 unit = frame.f_locals["fully_sharded_module"]
-                where = _full_path(unit, _live_parents())
+                where = full_path(unit, live_parents())
                 counts = " and ".join(f"{n} {dtype}" for dtype, n in sorted(dtypes.items()))
                 self.found.append(Hazard("mixed-flat-param", where, f"{counts} parameters"))
         except Exception:  # noqa: BLE001, S110 - watching must never break the model
