@@ -31,7 +31,7 @@ import torch
 from torch import nn, optim
 from torch.nn.modules import module as torch_module
 
-from shared.culprit.audit import _dtype_name, _majority, audit
+from shared.culprit.audit import audit, majority
 from shared.culprit.finders import (
     Hazard,
     generator_hazards,
@@ -39,13 +39,8 @@ from shared.culprit.finders import (
     optimizer_hazards,
     pipeline_hazards,
 )
-from shared.culprit.guards import (
-    MismatchGuard,
-    NonFiniteGuard,
-    _full_path,
-    _live_parents,
-    _tensors,
-)
+from shared.culprit.guards import MismatchGuard, NonFiniteGuard
+from shared.culprit.tensors import dtype_name, full_path, live_parents, tensors_of
 from shared.culprit.watchers import TORCH_DIR, FailedOp, OpWatch, seen_hazards
 from shared.hazards import (
     HAZARDS,
@@ -139,11 +134,11 @@ class Diagnosis:
         self._roots.add(module)
         with contextlib.suppress(Exception):
             for value in (*args, *kwargs.values()):
-                for tensor in _tensors(value):
+                for tensor in tensors_of(value):
                     self._given[id(tensor)] = tensor
                     if not tensor.is_floating_point() and tensor.dim() >= 1:  # token ids
                         self.longest = max(self.longest, tensor.shape[-1])
-            for tensor in _tensors(output):
+            for tensor in tensors_of(output):
                 self._returned[id(tensor)] = tensor
 
     def _registered(self, module: nn.Module, name: str, value) -> None:
@@ -247,20 +242,20 @@ class Diagnosis:
     def _origin(self, first, module: nn.Module, tensor) -> str:
         """Where the mismatched tensor came from, and what that says about the cause."""
         root = _root(module)
-        majority = _majority(audit(root)) if root is not module else ("-", "-")
+        most = majority(audit(root)) if root is not module else ("-", "-")
         given = tensor is not None and self._given.get(id(tensor)) is tensor
         returned = tensor is not None and self._returned.get(id(tensor)) is tensor
         if first.input_device != first.parameter_device:
-            if majority[0] not in ("-", first.parameter_device):
+            if most[0] not in ("-", first.parameter_device):
                 return "submodule-not-moved"
             return "input-not-moved" if given or returned else "made-in-model-device"
-        if majority[1] not in ("-", first.parameter_dtype):
+        if most[1] not in ("-", first.parameter_dtype):
             return "submodule-dtype"
         if returned:
             return "component-dtype"
         if given:
             return "input-not-cast"
-        if first.input_dtype == _dtype_name(torch.get_default_dtype()):
+        if first.input_dtype == dtype_name(torch.get_default_dtype()):
             return "made-in-model"
         return "input-not-cast"
 
@@ -282,7 +277,7 @@ class Diagnosis:
             return None  # one dtype, one device: this call's own refusal, not a mismatch
         where = failed.op
         if failed.module is not None:
-            where = f"{failed.op} in {_full_path(failed.module, _live_parents())}"
+            where = f"{failed.op} in {full_path(failed.module, live_parents())}"
         case = documented_case("failed-op", failed.op, ()) or MECHANISMS[mechanism].case
         detail = f"{failed.describe()}: {failed.error}"
         return _problem("failed-op", where, (failed.file, failed.line), detail, mechanism, case)
@@ -492,8 +487,8 @@ def _unexplained(raised: BaseException) -> Problem:
 def _held_unregistered(module: nn.Module) -> str:
     """``holder.attribute[key]`` where a live module keeps ``module`` in a plain list, tuple or
     dict (not registered: ``.to()`` and ``.half()`` never reach it); "" if none does."""
-    parents = _live_parents()
-    inner = ".".join(_full_path(module, parents).split(".")[1:])
+    parents = live_parents()
+    inner = ".".join(full_path(module, parents).split(".")[1:])
     module = _root(module)
     for candidate in _live_modules():
         for attribute, value in vars(candidate).items():
@@ -502,7 +497,7 @@ def _held_unregistered(module: nn.Module) -> str:
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for key, item in items:
                 if item is module:
-                    held = f"{_full_path(candidate, parents)}.{attribute}[{key!r}]"
+                    held = f"{full_path(candidate, parents)}.{attribute}[{key!r}]"
                     return f"{held}.{inner}".rstrip(".")
     return ""
 
@@ -512,7 +507,7 @@ def _live_modules():
 
 
 def _root(module: nn.Module) -> nn.Module:
-    parents, seen = _live_parents(), {module}
+    parents, seen = live_parents(), {module}
     while module in parents and parents[module][0] not in seen:
         module = parents[module][0]
         seen.add(module)
