@@ -14,6 +14,7 @@ import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_pre_hook
 
+from shared.culprit.finders import Hazard
 from shared.culprit.tensors import (
     TORCH_ERROR_NAMES,
     dtype_name,
@@ -154,6 +155,12 @@ class MismatchGuard(_ModuleWatch):
     @property
     def first(self) -> Mismatch | None:
         return self.mismatches[0] if self.mismatches else None
+
+    @property
+    def found(self) -> list[Hazard]:
+        """The first mismatch, as the hazard every watcher's ``.found`` lists."""
+        first = self.first
+        return [Hazard("mismatched-input", first.module, first.describe())] if first else []
 
     def _on_first_call(self, module: nn.Module, args: tuple) -> None:
         self._check(module, args, {})  # the positional inputs of the call that found it
@@ -384,6 +391,12 @@ class NonFiniteGuard(_ModuleWatch):
             self._module = module
         except Exception:  # noqa: BLE001 - watching must never break the model it watches
             return
+
+    @property
+    def found(self) -> list[Hazard]:
+        """The first inf/NaN producer, as the hazard every watcher's ``.found`` lists."""
+        first = self.first
+        return [Hazard("non-finite-output", first.module, first.describe())] if first else []
 
     def resolve_paths(self) -> None:
         """Name the producer by its path from the outermost live model (see MismatchGuard)."""
