@@ -41,7 +41,7 @@ from shared.culprit.finders import (
 )
 from shared.culprit.guards import MismatchGuard, NonFiniteGuard
 from shared.culprit.tensors import dtype_name, full_path, live_parents, tensors_of
-from shared.culprit.watchers import TORCH_DIR, FailedOp, OpWatch, seen_hazards
+from shared.culprit.watchers import TORCH_DIR, FailedOp, OpWatch, ProfileWatches, seen_hazards
 from shared.hazards import (
     HAZARDS,
     MECHANISMS,
@@ -86,13 +86,16 @@ class Diagnosis:
         self.guard = MismatchGuard()
         self.values = NonFiniteGuard(gradients=backward)
         self.ops = OpWatch()
+        # FSDP1's flattening, GradScaler's unscale_, TrainingArguments' precision: the registry's
+        # profile-function watchers, under one profile function
+        self.profiled = ProfileWatches.of_registry()
         self.spawned: list[str] = []  # process starts seen: their work is not watched here
         self._created: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module: (f, l)
         self._depth = 0  # module calls in progress
         self._given: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # outermost in
         self._returned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # ... out
         self._roots: weakref.WeakSet = weakref.WeakSet()  # modules called outermost
-        self.watchers = (self.guard, self.values, self.ops)
+        self.watchers = (self.guard, self.values, self.ops, self.profiled)
         self._stack = contextlib.ExitStack()
         self._active = False
         self.seen: list[dict] = []  # noted hazards (NOTED_HAZARDS) of the models held
@@ -159,6 +162,11 @@ class Diagnosis:
             f"hazard seen, not decided by this run: {h['kind']} at {h['where']}: {h['detail']} "
             f"(cases/{h['case']})" for h in self.seen
         ]
+        if self.profiled.displaced:
+            found.append(
+                "another profile function was set (a profiler): FSDP1's flattening, GradScaler's "
+                "unscale_ and TrainingArguments' precision were not watched"
+            )
         if self.spawned:
             found.append(
                 f"the script started other processes ({', '.join(sorted(set(self.spawned)))}): "
@@ -187,7 +195,7 @@ class Diagnosis:
         self.values.resolve_paths()
         failing = raised is not None and not isinstance(raised, (SystemExit, KeyboardInterrupt))
         namespace = {**(namespace or {}), **self._called_roots()}
-        held = held_hazards(namespace, self.ops, *watchers)
+        held = held_hazards(namespace, self.ops, self.profiled, *watchers)
         decided = {kind for kind, ceiling in SEQUENCE_DECIDES.items() if self.longest >= ceiling}
         silent = [h for h in held if h["kind"] in SILENT_HAZARDS or h["kind"] in decided]
         loud = [h for h in held if h["kind"] not in SILENT_HAZARDS | NOTED_HAZARDS | UNDECIDED]
