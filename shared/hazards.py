@@ -9,25 +9,30 @@ from typing import NamedTuple
 
 
 class Finder(NamedTuple):
-    """What finds hazard patterns: a function over what a variant holds at its end, or a watcher
-    (a class of ``shared.culprit``, record only) that the harness runs the variant under."""
+    """A subject hazard patterns are found in: what a variant holds at its end (a model, a
+    pipeline, an optimizer; ``shared.culprit.finders`` holds one finder per hazard kind and
+    subject), or what it does while it runs, which a watcher (a class of ``shared.culprit``,
+    record only) sees."""
 
     text: str  # what it looks at, as the hazard list and the case pages say it
-    watcher: str = ""  # the shared.culprit class watching a run; "" for an end-state finder
-    always: bool = False  # the watcher watches every variant; else only those that need it
+    watcher: str = ""  # the shared.culprit class watching a run; "" for an end-state subject
+    always: bool = False  # the harness watches every variant; else only those that need it
 
     def __str__(self) -> str:
         return self.text
 
 
-# The one registry of finders: a hazard kind names its finders (found_by); the harness's runner
-# turns a watcher on for a variant whose audit needs it, the executor builds it from here.
-# A new watcher is one entry here and its class in shared.culprit.
+# The one registry of subjects: a hazard kind names those it is found in (found_by). An
+# end-state subject's finders are the functions shared.culprit.finders registers for it; a
+# watcher is built from here by the harness's executor (for a variant whose audit needs it) and
+# by `python -m shared.culprit run` (all of them). A new watcher is one entry here and its class
+# in shared.culprit.
 FINDERS = {
     "model": Finder("hazards(model): the model's parameters, buffers and submodules"),
-    "pipeline": Finder(
-        "pipeline_hazards(components) / generator_hazards(generators, device): the components "
-        "of one pipeline, the generators seeding it"
+    "mask": Finder("hazards(model, attention_mask): the attention mask it is fed"),
+    "pipeline": Finder("pipeline_hazards(components): the components of one pipeline"),
+    "generators": Finder(
+        "generator_hazards(generators, device): the generators seeding a pipeline on a device"
     ),
     "optimizer": Finder("optimizer_hazards(optimizer): the parameters an optimizer steps"),
     "calls": Finder(
@@ -65,97 +70,120 @@ CULPRIT_WATCHER, SILENT_WATCHER = "calls", "values"
 
 
 class HazardKind(NamedTuple):
+    """One hazard pattern: the case that documents it, what it means, the subjects it is found
+    in (FINDERS), and the fix for the pattern (the case's own fix is in its case.toml/README)."""
+
     case: str  # the gallery case that shows this pattern failing
     meaning: str
     found_by: tuple[str, ...]  # FINDERS that find it
+    fix: str
+
+
+# A new hazard kind: one entry here, and its finder (shared.culprit.finders, @finder(kind,
+# subject)) or the watcher that records it.
 
 
 HAZARDS = {
     "float32-in-half": HazardKind(
-        "minicpm", "a float32 tensor meets half ones outside autocast", ("model",)
+        "minicpm", "a float32 tensor meets half ones outside autocast", ("model",),
+        "cast the whole model after loading (model.to(dtype)), or compute under autocast",
     ),
     "keep-in-fp32-cast-away": HazardKind(
-        "t5-half", "a module transformers keeps float32 was cast to float16", ("model",)
+        "t5-half", "a module transformers keeps float32 was cast to float16", ("model",),
+        "load in the dtype (from_pretrained(..., torch_dtype=...)) instead of .half() after: "
+        "the loader keeps _keep_in_fp32_modules float32",
     ),
     "rounded-buffer": HazardKind(
-        "rope-bf16", "a computed float buffer (RoPE's inv_freq) rounded to half", ("model",)
+        "rope-bf16", "a computed float buffer (RoPE's inv_freq) rounded to half", ("model",),
+        "load in the dtype (from_pretrained(..., torch_dtype=...)) instead of .to(dtype) after, "
+        "or recompute the buffer in float32",
     ),
     "unreachable-submodule": HazardKind(
-        "omnilmm", "a module held in a plain list or dict, left behind by .to()", ("model",)
+        "omnilmm", "a module held in a plain list or dict, left behind by .to()", ("model",),
+        "register it (an attribute, nn.ModuleList or nn.ModuleDict) so .to() reaches it",
     ),
     "half-trainable": HazardKind(
-        "lora-fp16-gradscaler", "float16 trainable parameters: GradScaler refuses them", ("model",)
+        "lora-fp16-gradscaler", "float16 trainable parameters: GradScaler refuses them",
+        ("model",), "make the trainable parameters float32; keep the frozen base in float16",
     ),
     "half-on-cpu": HazardKind(
         "cpu-fp16-kernels",
         "float16 weights on the CPU: torch < 2.3 lacks many of its kernels",
-        ("model",),
+        ("model",), "on the CPU compute in float32 (or bfloat16, whose CPU kernels exist)",
     ),
     "lossy-merge": HazardKind(
         "qlora-merge-4bit",
         "LoRA adapters merged into 4-bit or half weights: W + BA is rounded to them",
-        ("model",),
+        ("model",), "merge into base weights in a precision that holds the delta (float32)",
     ),
     "component-dtype-mix": HazardKind(
         "pipeline-component-dtype",
         "a pipeline's components hold different float dtypes",
-        ("pipeline",),
+        ("pipeline",), "load every component in the pipeline's dtype (torch_dtype=...)",
     ),
     "half-optimizer": HazardKind(
         "bf16-pure-training",
         "an optimizer steps half weights directly: updates below their resolution round away",
         ("optimizer",),
+        "keep float32 master weights under autocast, or an optimizer that compensates (Kahan "
+        "summation, stochastic rounding)",
     ),
     "mismatched-input": HazardKind(
         "xcomposer",
         "a module was fed a tensor of another dtype or device than its weights",
-        ("calls",),
+        ("calls",), "cast or move the input to the module's dtype and device, or use autocast",
     ),
     "non-finite-output": HazardKind(
-        "sdxl-vae-fp16", "a module turned finite inputs into inf/NaN (float16's range)", ("values",)
+        "sdxl-vae-fp16", "a module turned finite inputs into inf/NaN (float16's range)",
+        ("values",), "run that module in float32 (or bfloat16, whose range is float32's)",
     ),
     "float-attention-mask": HazardKind(
         "chroma-float-mask",
         "a float 0/1 mask is added to the attention scores, not applied",
-        ("ops",),
+        ("ops", "mask"), "pass the mask as bool (mask.bool()), or as 0/-inf offsets",
     ),
     "half-fft": HazardKind(
         "freeu-fft",
         "an FFT asked for in half precision (bfloat16 anywhere, float16 on the CPU)",
-        ("ops",),
+        ("ops",), "upcast to float32 around the FFT, and cast the result back",
     ),
     "fill-out-of-range": HazardKind(
         "half-mask-fill-overflow",
         "a number beyond a half tensor's range filled into it (float32's minimum as a mask "
         "value for float16 scores)",
-        ("ops",),
+        ("ops",), "fill with the tensor's own torch.finfo(dtype).min, or float('-inf')",
     ),
     "generator-device": HazardKind(
         "generator-device",
         "a torch.Generator on another device type than what it draws for (torch.randn's "
         "device; a pipeline's, where only a CPU generator may differ)",
-        ("ops", "pipeline"),
+        ("ops", "generators"),
+        "make the generator on the device it draws for, or a CPU generator for every device",
     ),
     "bfloat16-to-numpy": HazardKind(
         "bf16-to-numpy",
         "a bfloat16 tensor handed to NumPy (Tensor.numpy): NumPy has no bfloat16",
-        ("ops",),
+        ("ops",), "cast to float32 before .numpy() (tensor.float().numpy())",
     ),
     "mixed-flat-param": HazardKind(
         "fsdp-lora-flat-dtype",
         "FSDP1 given one unit of parameters in two dtypes to flatten into one FlatParameter",
         ("fsdp",),
+        "one dtype per FSDP1 unit: wrap the odd-dtype modules as their own units, cast them, "
+        "or use FSDP2",
     ),
     "unscale-twice": HazardKind(
         "gradscaler-unscale-twice",
         "GradScaler.unscale_ called again on an optimizer before update(), or accelerate's "
         "clip_grad_norm_ on an accumulation micro-step that does not sync",
         ("scaler",),
+        "unscale and clip once per optimizer step (if accelerator.sync_gradients: ...)",
     ),
     "bf16-without-device": HazardKind(
         "bf16-unsupported-setup",
         "TrainingArguments asked for bf16 where no device runs it and use_cpu is not set",
         ("training-args",),
+        "ask bf16 only where it runs: use_cpu=True on the CPU, else fp16 or float32",
     ),
 }
 

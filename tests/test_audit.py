@@ -20,8 +20,9 @@ from shared.culprit import (
     MismatchGuard,
     NonFiniteGuard,
     OpWatch,
-    UnscaleWatch,
+    ProfileWatches,
     TrainingArgsWatch,
+    UnscaleWatch,
     generator_hazards,
     hazards,
     optimizer_hazards,
@@ -91,15 +92,61 @@ def test_every_hazard_names_a_case_and_what_finds_it():
 
 def test_every_watcher_of_the_registry_is_a_watcher_of_shared_culprit():
     """The executor builds watchers by the names shared.hazards.FINDERS gives: each one is a
-    context manager that, on a run that does nothing, sees nothing."""
+    context manager that, on a run that does nothing, sees nothing (its ``.found``)."""
     import shared.culprit
 
     watchers = {name: finder.watcher for name, finder in FINDERS.items() if finder.watcher}
-    assert {"calls", "values", "ops", "fsdp", "scaler"} <= set(watchers)
+    assert {"calls", "values", "ops", "fsdp", "scaler", "training-args"} <= set(watchers)
     for watcher in watchers.values():
         with getattr(shared.culprit, watcher)() as watching:
             pass
-        assert seen_hazards(watching) == [], watcher
+        assert watching.found == [] and seen_hazards(watching) == [], watcher
+
+
+def test_every_hazard_of_a_held_subject_has_its_one_finder():
+    """The registry dispatches: each (hazard kind, subject it is found in) of HAZARDS whose
+    subject is held at the end has exactly one registered finder, and no finder is registered
+    for a pair HAZARDS does not name; a subject watched while it runs names its watcher."""
+    from shared.culprit.finders import REGISTRY, finder
+
+    registered = [(kind, subject) for subject, finders in REGISTRY.items() for kind, _ in finders]
+    named = [(kind, subject) for kind, hazard in HAZARDS.items() for subject in hazard.found_by
+             if not FINDERS[subject].watcher]  # fmt: skip
+    assert sorted(registered) == sorted(named)
+    with pytest.raises(ValueError, match="not an end-state subject"):
+        finder("half-fft", "ops")  # a watcher's hazard: no end-state finder
+    assert all(hazard.fix for hazard in HAZARDS.values())
+
+
+def test_profile_watches_leave_a_profiler_already_set_alone():
+    """One profile function for every profile watcher of the registry; a profiler set before
+    (cProfile, a coverage tool) is neither replaced nor unset, and the watchers say so."""
+
+    def profiler(frame, event, arg):
+        return None
+
+    sys.setprofile(profiler)
+    try:
+        with ProfileWatches.of_registry() as displaced:
+            assert sys.getprofile() is profiler
+        assert displaced.displaced and sys.getprofile() is profiler
+    finally:
+        sys.setprofile(None)
+    with ProfileWatches.of_registry() as watching:
+        assert {type(w).__name__ for w in watching.watchers} == {
+            "FlatParamWatch", "UnscaleWatch", "TrainingArgsWatch"}  # fmt: skip
+        assert sys.getprofile() == watching._on_event
+        if hasattr(torch.amp, "GradScaler"):  # torch >= 2.3: GradScaler('cpu')
+            model = nn.Linear(4, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = torch.amp.GradScaler("cpu")
+            scaler.scale(model(torch.ones(2, 4)).sum()).backward()
+            scaler.unscale_(optimizer)
+            with pytest.raises(RuntimeError, match="already been"):
+                scaler.unscale_(optimizer)
+    assert not watching.displaced and sys.getprofile() is None
+    if hasattr(torch.amp, "GradScaler"):
+        assert [h.kind for h in watching.found] == ["unscale-twice"]
 
 
 def test_a_tower_moved_by_hand_to_match_is_not_left_behind():

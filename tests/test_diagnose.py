@@ -99,6 +99,38 @@ def test_an_uncaught_exception_prints_its_traceback_and_exits_1(tmp_path):
     assert record["problem"]["kind"] == "error" and record["problem"]["case"] is None
 
 
+# Variants whose hazard only a profile-function watcher sees (FSDP1 flattening, GradScaler's
+# unscale_, TrainingArguments' precision), run by hand: (case/variant, the hazard named or None).
+PROFILED = [
+    ("gradscaler-unscale-twice/broken", "unscale-twice"),
+    ("gradscaler-unscale-twice/broken_accelerate", "unscale-twice"),  # on the CPU: silent
+    ("gradscaler-unscale-twice/fixed", None),
+    ("gradscaler-unscale-twice/fixed_accelerate", None),
+    ("bf16-unsupported-setup/broken", "bf16-without-device"),
+    ("bf16-unsupported-setup/fixed", None),
+    ("fsdp-lora-flat-dtype/broken", "mixed-flat-param"),
+    ("fsdp-lora-flat-dtype/fixed_policy", None),
+]
+
+
+@pytest.mark.parametrize(("variant", "kind"), PROFILED)
+def test_a_hazard_only_a_profile_watcher_sees_is_named_by_hand(tmp_path, variant, kind):
+    if variant.startswith("bf16-unsupported-setup/"):
+        available = pytest.importorskip("transformers.utils.import_utils")
+        if available.is_torch_bf16_gpu_available():
+            pytest.skip("a device here runs bfloat16: the setup is not the hazard")
+    process, record = diagnose(str(ROOT / "cases" / f"{variant}.py"), cwd=ROOT, tmp_path=tmp_path)
+    assert record is not None, process.stderr
+    problem = record["problem"]
+    if kind is None:
+        assert problem is None, problem
+        assert process.returncode == 0, process.stderr
+        return
+    assert problem is not None, process.stderr
+    assert (problem["kind"], problem["case"]) == (kind, variant.split("/")[0]), problem
+    assert f"case:      cases/{variant.split('/')[0]}" in process.stderr
+
+
 # --- the gallery as the test set: read from the one gallery run --------------------------------
 
 
@@ -120,14 +152,14 @@ KNOWN_MISSES = {
 }
 
 
-def test_an_error_a_case_documents_names_it_when_no_watcher_explains_it(tmp_path):
-    """A library's own refusal (here torch's GradScaler call order) that no hook or watcher
-    sees: its type, message and raise site as a case documents them decide the case."""
+def test_a_second_unscale_in_a_script_that_is_no_case_is_named_by_its_watcher(tmp_path):
+    """torch's GradScaler call order refused in a script that is no case: the UnscaleWatch
+    (a profile-function watcher, on under diagnose) names the second unscale_ and its case."""
     process, record = diagnose("unscale_each_micro_step.py", tmp_path=tmp_path)
     problem = record["problem"]
     assert process.returncode == 1 and "unscale_() has already been called" in process.stderr
-    assert (problem["kind"], problem["case"]) == ("documented-error", "gradscaler-unscale-twice")
-    assert problem["module"] == "torch/amp/grad_scaler.py:unscale_", problem
+    assert (problem["kind"], problem["case"]) == ("unscale-twice", "gradscaler-unscale-twice")
+    assert "again on" in problem["detail"] and "before update()" in problem["detail"], problem
 
 
 def test_every_broken_variant_names_its_case_and_every_fixed_one_nothing(gallery):

@@ -10,9 +10,11 @@
 - :func:`as_record`: a mismatch (or a non-finite producer) as a JSON-serialisable dict.
 - :func:`hazards`, :func:`pipeline_hazards`, :func:`generator_hazards`,
   :func:`optimizer_hazards`: the patterns the gallery's cases document (``shared.hazards``),
-  found in a model, a pipeline's components and generators, or an optimizer; :class:`OpWatch`,
-  :class:`FlatParamWatch`, :class:`UnscaleWatch`, :class:`TrainingArgsWatch` and
-  :func:`seen_hazards`: those that show while it runs.
+  found in a model, a pipeline's components and generators, or an optimizer (one finder per
+  hazard kind and subject, ``finders.REGISTRY``); :class:`OpWatch`, :class:`FlatParamWatch`,
+  :class:`UnscaleWatch`, :class:`TrainingArgsWatch` (:class:`ProfileWatches`: those needing a
+  profile function, under one) and :func:`seen_hazards`: those that show while it runs. Every
+  watcher and guard lists what it saw as hazards in ``.found``.
 
 Public torch APIs (module hooks, a TorchFunctionMode), and profile functions that read the
 arguments of FSDP1's private FlatParamHandle, a GradScaler's per-optimizer stage and
@@ -21,7 +23,8 @@ torch or the libraries is patched.
 
 One job per module: ``audit`` (a model's tensors by device and dtype), ``guards`` (module-call
 guards), ``finders`` (hazards in what a variant holds at its end), ``watchers`` (hazards seen
-while it runs), ``__main__`` (``python -m shared.culprit``). Cases import from here.
+while it runs), ``tensors`` (the tensor and module helpers they share), ``diagnose`` (a whole
+run), ``__main__`` (``python -m shared.culprit``). Cases import from here.
 """
 
 from shared.culprit.audit import AuditRow, audit, format_audit
@@ -45,6 +48,7 @@ from shared.culprit.guards import (
 from shared.culprit.watchers import (
     FlatParamWatch,
     OpWatch,
+    ProfileWatches,
     TrainingArgsWatch,
     UnscaleWatch,
     seen_hazards,
@@ -61,6 +65,7 @@ __all__ = [
     "NonFiniteGradient",
     "NonFiniteGuard",
     "OpWatch",
+    "ProfileWatches",
     "TrainingArgsWatch",
     "UnscaleWatch",
     "as_record",

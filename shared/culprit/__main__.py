@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for kind, hazard in HAZARDS.items():
             finders = "; ".join(str(FINDERS[finder]) for finder in hazard.found_by)
-            print(f"{kind}: {hazard.meaning} (see cases/{hazard.case}; found by {finders})")
+            print(f"{kind}: {hazard.meaning} (see cases/{hazard.case}; found by {finders}; "
+                  f"fix: {hazard.fix})")  # fmt: skip
         return 0
     module_name, _, attribute = (args.factory or "").partition(":")
     if not attribute:

@@ -10,16 +10,9 @@ from collections import Counter
 import torch
 from torch import nn
 
-# The names torch uses for dtypes in its own errors ("got Float and BFloat16").
-TORCH_ERROR_NAMES = {
-    "float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16"
-}  # fmt: skip
-HALF_DTYPES = (torch.float16, torch.bfloat16, torch.complex32)
+from shared.culprit.tensors import dtype_name, is_floating
+
 KEEP_IN_FP32_ATTRIBUTES = ("_keep_in_fp32_modules", "_keep_in_fp32_modules_strict")
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 # --- audit -------------------------------------------------------------------------------------
@@ -54,29 +47,25 @@ def audit(model: nn.Module) -> list[AuditRow]:
             ("buffer", module.named_buffers(recurse=False)),
         ):
             for name, tensor in tensors:
-                key = (path, kind, str(tensor.device), _dtype_name(tensor.dtype))
+                key = (path, kind, str(tensor.device), dtype_name(tensor.dtype))
                 groups.setdefault(key, []).append((name, tensor))
     rows = [
         AuditRow(*key, tuple(name for name, _ in tensors), sum(t.numel() for _, t in tensors))
         for key, tensors in groups.items()
     ]
-    majority, kept_by = _majority(rows), _keep_in_fp32_entries(model)
-    return [dataclasses.replace(row, **_judge(row, majority, kept_by)) for row in rows]
+    most, kept_by = majority(rows), keep_in_fp32_entries(model)
+    return [dataclasses.replace(row, **_judge(row, most, kept_by)) for row in rows]
 
 
-def _is_floating(dtype: str) -> bool:
-    return getattr(torch, dtype).is_floating_point
-
-
-def _majority(rows: list[AuditRow]) -> tuple[str, str]:
+def majority(rows: list[AuditRow]) -> tuple[str, str]:
     """The (device, dtype) with most floating-point elements (any elements if none)."""
     elements: Counter = Counter()
-    for row in [row for row in rows if _is_floating(row.dtype)] or rows:
+    for row in [row for row in rows if is_floating(row.dtype)] or rows:
         elements[row.device, row.dtype] += row.elements
     return elements.most_common(1)[0][0] if elements else ("-", "-")
 
 
-def _keep_in_fp32_entries(model: nn.Module) -> dict[str, str]:
+def keep_in_fp32_entries(model: nn.Module) -> dict[str, str]:
     """Entry -> the attribute listing it, from the model and its PreTrainedModel parts."""
     entries = {}
     for module in model.modules():
@@ -85,11 +74,11 @@ def _keep_in_fp32_entries(model: nn.Module) -> dict[str, str]:
     return entries
 
 
-def _judge(row: AuditRow, majority: tuple[str, str], kept_by: dict[str, str]) -> dict:
+def _judge(row: AuditRow, most: tuple[str, str], kept_by: dict[str, str]) -> dict:
     """The row's ``odd`` and ``note``: what differs from the majority, and why if stated."""
-    majority_device, majority_dtype = majority
+    majority_device, majority_dtype = most
     what, model = [], []
-    if _is_floating(row.dtype) and row.dtype != majority_dtype:
+    if is_floating(row.dtype) and row.dtype != majority_dtype:
         what.append(row.dtype)
         model.append(majority_dtype)
     if row.device != majority_device:
@@ -113,12 +102,12 @@ def format_audit(model: nn.Module, odd_only: bool = False) -> str:
     """The audit as a text table; noted rows end with "<-- ...". ``odd_only``: noted rows."""
     rows = audit(model)
     total = sum(row.elements for row in rows)
-    device, dtype = _majority(rows)
+    device, dtype = majority(rows)
     lines = [
         f"{type(model).__name__}: {total:,} elements in "
         f"{sum(len(row.names) for row in rows)} tensors, mostly {dtype} on {device}"
     ]
-    if kept_by := _keep_in_fp32_entries(model):
+    if kept_by := keep_in_fp32_entries(model):
         for attribute in KEEP_IN_FP32_ATTRIBUTES:
             if listed := [entry for entry, by in kept_by.items() if by == attribute]:
                 lines.append(f"{attribute}: {', '.join(listed)}")

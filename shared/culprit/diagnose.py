@@ -31,7 +31,7 @@ import torch
 from torch import nn, optim
 from torch.nn.modules import module as torch_module
 
-from shared.culprit.audit import _dtype_name, _majority, audit
+from shared.culprit.audit import audit, majority
 from shared.culprit.finders import (
     Hazard,
     generator_hazards,
@@ -39,14 +39,9 @@ from shared.culprit.finders import (
     optimizer_hazards,
     pipeline_hazards,
 )
-from shared.culprit.guards import (
-    MismatchGuard,
-    NonFiniteGuard,
-    _full_path,
-    _live_parents,
-    _tensors,
-)
-from shared.culprit.watchers import TORCH_DIR, FailedOp, OpWatch, seen_hazards
+from shared.culprit.guards import MismatchGuard, NonFiniteGuard
+from shared.culprit.tensors import dtype_name, full_path, live_parents, tensors_of
+from shared.culprit.watchers import TORCH_DIR, FailedOp, OpWatch, ProfileWatches, seen_hazards
 from shared.hazards import (
     HAZARDS,
     MECHANISMS,
@@ -91,13 +86,16 @@ class Diagnosis:
         self.guard = MismatchGuard()
         self.values = NonFiniteGuard(gradients=backward)
         self.ops = OpWatch()
+        # FSDP1's flattening, GradScaler's unscale_, TrainingArguments' precision: the registry's
+        # profile-function watchers, under one profile function
+        self.profiled = ProfileWatches.of_registry()
         self.spawned: list[str] = []  # process starts seen: their work is not watched here
         self._created: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module: (f, l)
         self._depth = 0  # module calls in progress
         self._given: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # outermost in
         self._returned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # ... out
         self._roots: weakref.WeakSet = weakref.WeakSet()  # modules called outermost
-        self.watchers = (self.guard, self.values, self.ops)
+        self.watchers = (self.guard, self.values, self.ops, self.profiled)
         self._stack = contextlib.ExitStack()
         self._active = False
         self.seen: list[dict] = []  # noted hazards (NOTED_HAZARDS) of the models held
@@ -139,11 +137,11 @@ class Diagnosis:
         self._roots.add(module)
         with contextlib.suppress(Exception):
             for value in (*args, *kwargs.values()):
-                for tensor in _tensors(value):
+                for tensor in tensors_of(value):
                     self._given[id(tensor)] = tensor
                     if not tensor.is_floating_point() and tensor.dim() >= 1:  # token ids
                         self.longest = max(self.longest, tensor.shape[-1])
-            for tensor in _tensors(output):
+            for tensor in tensors_of(output):
                 self._returned[id(tensor)] = tensor
 
     def _registered(self, module: nn.Module, name: str, value) -> None:
@@ -164,6 +162,11 @@ class Diagnosis:
             f"hazard seen, not decided by this run: {h['kind']} at {h['where']}: {h['detail']} "
             f"(cases/{h['case']})" for h in self.seen
         ]
+        if self.profiled.displaced:
+            found.append(
+                "another profile function was set (a profiler): FSDP1's flattening, GradScaler's "
+                "unscale_ and TrainingArguments' precision were not watched"
+            )
         if self.spawned:
             found.append(
                 f"the script started other processes ({', '.join(sorted(set(self.spawned)))}): "
@@ -192,7 +195,7 @@ class Diagnosis:
         self.values.resolve_paths()
         failing = raised is not None and not isinstance(raised, (SystemExit, KeyboardInterrupt))
         namespace = {**(namespace or {}), **self._called_roots()}
-        held = held_hazards(namespace, self.ops, *watchers)
+        held = held_hazards(namespace, self.ops, self.profiled, *watchers)
         decided = {kind for kind, ceiling in SEQUENCE_DECIDES.items() if self.longest >= ceiling}
         silent = [h for h in held if h["kind"] in SILENT_HAZARDS or h["kind"] in decided]
         loud = [h for h in held if h["kind"] not in SILENT_HAZARDS | NOTED_HAZARDS | UNDECIDED]
@@ -247,20 +250,20 @@ class Diagnosis:
     def _origin(self, first, module: nn.Module, tensor) -> str:
         """Where the mismatched tensor came from, and what that says about the cause."""
         root = _root(module)
-        majority = _majority(audit(root)) if root is not module else ("-", "-")
+        most = majority(audit(root)) if root is not module else ("-", "-")
         given = tensor is not None and self._given.get(id(tensor)) is tensor
         returned = tensor is not None and self._returned.get(id(tensor)) is tensor
         if first.input_device != first.parameter_device:
-            if majority[0] not in ("-", first.parameter_device):
+            if most[0] not in ("-", first.parameter_device):
                 return "submodule-not-moved"
             return "input-not-moved" if given or returned else "made-in-model-device"
-        if majority[1] not in ("-", first.parameter_dtype):
+        if most[1] not in ("-", first.parameter_dtype):
             return "submodule-dtype"
         if returned:
             return "component-dtype"
         if given:
             return "input-not-cast"
-        if first.input_dtype == _dtype_name(torch.get_default_dtype()):
+        if first.input_dtype == dtype_name(torch.get_default_dtype()):
             return "made-in-model"
         return "input-not-cast"
 
@@ -282,7 +285,7 @@ class Diagnosis:
             return None  # one dtype, one device: this call's own refusal, not a mismatch
         where = failed.op
         if failed.module is not None:
-            where = f"{failed.op} in {_full_path(failed.module, _live_parents())}"
+            where = f"{failed.op} in {full_path(failed.module, live_parents())}"
         case = documented_case("failed-op", failed.op, ()) or MECHANISMS[mechanism].case
         detail = f"{failed.describe()}: {failed.error}"
         return _problem("failed-op", where, (failed.file, failed.line), detail, mechanism, case)
@@ -492,8 +495,8 @@ def _unexplained(raised: BaseException) -> Problem:
 def _held_unregistered(module: nn.Module) -> str:
     """``holder.attribute[key]`` where a live module keeps ``module`` in a plain list, tuple or
     dict (not registered: ``.to()`` and ``.half()`` never reach it); "" if none does."""
-    parents = _live_parents()
-    inner = ".".join(_full_path(module, parents).split(".")[1:])
+    parents = live_parents()
+    inner = ".".join(full_path(module, parents).split(".")[1:])
     module = _root(module)
     for candidate in _live_modules():
         for attribute, value in vars(candidate).items():
@@ -502,7 +505,7 @@ def _held_unregistered(module: nn.Module) -> str:
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for key, item in items:
                 if item is module:
-                    held = f"{_full_path(candidate, parents)}.{attribute}[{key!r}]"
+                    held = f"{full_path(candidate, parents)}.{attribute}[{key!r}]"
                     return f"{held}.{inner}".rstrip(".")
     return ""
 
@@ -512,7 +515,7 @@ def _live_modules():
 
 
 def _root(module: nn.Module) -> nn.Module:
-    parents, seen = _live_parents(), {module}
+    parents, seen = live_parents(), {module}
     while module in parents and parents[module][0] not in seen:
         module = parents[module][0]
         seen.add(module)

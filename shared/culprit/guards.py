@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import inspect
 from collections.abc import Iterator
 
@@ -15,7 +14,14 @@ import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_pre_hook
 
-from shared.culprit.audit import TORCH_ERROR_NAMES, _dtype_name
+from shared.culprit.finders import Hazard
+from shared.culprit.tensors import (
+    TORCH_ERROR_NAMES,
+    dtype_name,
+    full_path,
+    live_parents,
+    tensors_of,
+)
 
 # --- guard -------------------------------------------------------------------------------------
 
@@ -150,6 +156,12 @@ class MismatchGuard(_ModuleWatch):
     def first(self) -> Mismatch | None:
         return self.mismatches[0] if self.mismatches else None
 
+    @property
+    def found(self) -> list[Hazard]:
+        """The first mismatch, as the hazard every watcher's ``.found`` lists."""
+        first = self.first
+        return [Hazard("mismatched-input", first.module, first.describe())] if first else []
+
     def _on_first_call(self, module: nn.Module, args: tuple) -> None:
         self._check(module, args, {})  # the positional inputs of the call that found it
 
@@ -174,8 +186,8 @@ class MismatchGuard(_ModuleWatch):
         for role, tensor, name, param in mismatched_inputs(module, args, kwargs):
             mismatch = Mismatch(
                 self._names[module], type(module).__name__, role,
-                _dtype_name(tensor.dtype), str(tensor.device),
-                name, _dtype_name(param.dtype), str(param.device),
+                dtype_name(tensor.dtype), str(tensor.device),
+                name, dtype_name(param.dtype), str(param.device),
             )  # fmt: skip
             if self.raise_on_mismatch:
                 raise DtypeDeviceMismatch(mismatch)
@@ -195,10 +207,10 @@ class MismatchGuard(_ModuleWatch):
         met the conv before (or without) its model and could only call it "Conv2d". Called while
         the models are still alive, this finds each culprit's parents among the live modules.
         """
-        parents = _live_parents()
+        parents = live_parents()
         for index, module in enumerate(self._culprits):
-            full_path = _full_path(module, parents)
-            self.mismatches[index] = dataclasses.replace(self.mismatches[index], module=full_path)
+            path = full_path(module, parents)
+            self.mismatches[index] = dataclasses.replace(self.mismatches[index], module=path)
 
 
 def mismatched_inputs(module: nn.Module, args: tuple, kwargs: dict) -> Iterator[tuple]:
@@ -348,7 +360,7 @@ class NonFiniteGuard(_ModuleWatch):
                     return
                 bad = int((~torch.isfinite(grad)).sum())
             self.first_gradient = NonFiniteGradient(
-                where, _dtype_name(grad.dtype), bad, grad.numel()
+                where, dtype_name(grad.dtype), bad, grad.numel()
             )
 
         return check
@@ -361,7 +373,7 @@ class NonFiniteGuard(_ModuleWatch):
 
     def _judge_output(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         try:
-            outputs = [t for t in _tensors(output) if t.is_floating_point()]
+            outputs = [t for t in tensors_of(output) if t.is_floating_point()]
             bad = [t for t in outputs if not bool(torch.isfinite(t).all())]
             if not bad:
                 return
@@ -371,50 +383,24 @@ class NonFiniteGuard(_ModuleWatch):
             largest = max(inputs, key=lambda t: float(t.abs().max()) if t.numel() else 0.0,
                           default=None)  # fmt: skip
             self.first = NonFinite(
-                self._names[module], type(module).__name__, _dtype_name(bad[0].dtype),
+                self._names[module], type(module).__name__, dtype_name(bad[0].dtype),
                 int((~torch.isfinite(bad[0])).sum()), bad[0].numel(),
                 float(largest.abs().max()) if largest is not None and largest.numel() else 0.0,
-                _dtype_name(largest.dtype) if largest is not None else "-",
+                dtype_name(largest.dtype) if largest is not None else "-",
             )  # fmt: skip
             self._module = module
         except Exception:  # noqa: BLE001 - watching must never break the model it watches
             return
 
+    @property
+    def found(self) -> list[Hazard]:
+        """The first inf/NaN producer, as the hazard every watcher's ``.found`` lists."""
+        first = self.first
+        return [Hazard("non-finite-output", first.module, first.describe())] if first else []
+
     def resolve_paths(self) -> None:
         """Name the producer by its path from the outermost live model (see MismatchGuard)."""
         if self.first is None or self._module is None:
             return
-        path = _full_path(self._module, _live_parents())
+        path = full_path(self._module, live_parents())
         self.first = dataclasses.replace(self.first, module=path)
-
-
-def _tensors(value) -> Iterator[torch.Tensor]:
-    """The tensors of a module's output: a tensor, or one level into tuples, lists, dicts and
-    ModelOutput-like objects."""
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, dict):
-        yield from (v for v in value.values() if isinstance(v, torch.Tensor))
-    elif isinstance(value, (tuple, list)):
-        yield from (v for v in value if isinstance(v, torch.Tensor))
-
-
-def _live_parents() -> dict[nn.Module, tuple[nn.Module, str]]:
-    """Each live module's parent and its name there, from every module alive now."""
-    parents: dict[nn.Module, tuple[nn.Module, str]] = {}
-    for candidate in gc.get_objects():
-        # type(), not isinstance(): no attribute lookups on arbitrary (deprecated) objects
-        if issubclass(type(candidate), nn.Module):
-            for name, child in candidate.named_children():
-                parents.setdefault(child, (candidate, name))
-    return parents
-
-
-def _full_path(module: nn.Module, parents: dict[nn.Module, tuple[nn.Module, str]]) -> str:
-    """``module``'s path from the outermost live model holding it ("Model.block.0.wo")."""
-    path, seen = [], {module}
-    while module in parents and parents[module][0] not in seen:
-        module, name = parents[module]
-        path.insert(0, name)
-        seen.add(module)
-    return ".".join([type(module).__name__, *path])

@@ -1,13 +1,16 @@
 """Runtime watchers, record only: hazards that show while a variant runs (:class:`OpWatch`: torch
 calls' arguments; :class:`FlatParamWatch`: what FSDP1 flattens; :class:`UnscaleWatch`: a
 GradScaler unscaling twice; :class:`TrainingArgsWatch`: the precision transformers'
-TrainingArguments are asked for), and :func:`seen_hazards`, what any watcher saw, as hazards.
+TrainingArguments are asked for), :class:`ProfileWatches`: the profile-function watchers under
+one profile function, and :func:`seen_hazards`, what any watcher saw, as hazards.
+
+Every watcher (these and the guards) exposes ``.found``: the hazards it saw, a list of
+:class:`~shared.culprit.finders.Hazard`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 import os
 import sys
@@ -18,23 +21,21 @@ from torch import nn
 from torch.nn import functional as F
 from torch.overrides import TorchFunctionMode
 
-from shared.culprit.audit import HALF_DTYPES, _dtype_name
-from shared.culprit.finders import Hazard, _added_as_scores
-from shared.culprit.guards import Mismatch, NonFinite, _full_path, _live_parents
+from shared.culprit.finders import Hazard
+from shared.culprit.tensors import (
+    HALF_DTYPES,
+    added_as_scores,
+    dtype_name,
+    full_path,
+    live_parents,
+)
+from shared.hazards import FINDERS
 
 
 def seen_hazards(*watchers) -> list[Hazard]:
-    """The hazards watchers saw while a model ran: MismatchGuard's first mismatch,
-    NonFiniteGuard's first inf/NaN producer, everything an OpWatch recorded."""
-    found = []
-    for watcher in watchers:
-        first = getattr(watcher, "first", None)
-        if isinstance(first, Mismatch):
-            found.append(Hazard("mismatched-input", first.module, first.describe()))
-        elif isinstance(first, NonFinite):
-            found.append(Hazard("non-finite-output", first.module, first.describe()))
-        found += getattr(watcher, "found", [])
-    return found
+    """The hazards watchers saw while a model ran (each one's ``.found``): MismatchGuard's first
+    mismatch, NonFiniteGuard's first inf/NaN producer, everything the other watchers recorded."""
+    return [hazard for watcher in watchers for hazard in watcher.found]
 
 
 class OpWatch(TorchFunctionMode):
@@ -84,8 +85,8 @@ class OpWatch(TorchFunctionMode):
         seen = {hazard.kind for hazard in self.found}
         if func is F.scaled_dot_product_attention:
             mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
-            if "float-attention-mask" not in seen and mask is not None and _added_as_scores(mask):
-                detail = f"attn_mask {_dtype_name(mask.dtype)} of 0 and 1"
+            if "float-attention-mask" not in seen and mask is not None and added_as_scores(mask):
+                detail = f"attn_mask {dtype_name(mask.dtype)} of 0 and 1"
                 self.found.append(
                     Hazard("float-attention-mask", "scaled_dot_product_attention", detail)
                 )
@@ -102,7 +103,7 @@ class OpWatch(TorchFunctionMode):
         elif "half-fft" not in seen:
             data = kwargs.get("input", args[0] if args else None)
             if isinstance(data, torch.Tensor) and data.dtype in HALF_DTYPES:
-                detail = f"input {_dtype_name(data.dtype)} on {data.device}"
+                detail = f"input {dtype_name(data.dtype)} on {data.device}"
                 self.found.append(Hazard("half-fft", f"torch.fft.{self.FFTS[func]}", detail))
 
 
@@ -146,7 +147,7 @@ def _failed_op(func, args: tuple, kwargs: dict, exc: Exception) -> FailedOp:
     name = getattr(func, "__name__", str(func))
     return FailedOp(
         name,
-        tuple((_dtype_name(t.dtype), str(t.device)) for t in tensors),
+        tuple((dtype_name(t.dtype), str(t.device)) for t in tensors),
         caller.f_code.co_filename if caller else "?",
         caller.f_lineno if caller else 0,
         module,
@@ -187,7 +188,7 @@ def _fill_out_of_range(name: str, args: tuple, kwargs: dict) -> list[Hazard]:
     largest = torch.finfo(dtype).max
     if abs(value) <= largest:
         return []
-    detail = f"{value:g} into a {_dtype_name(dtype)} tensor (its range ends at +-{largest:g})"
+    detail = f"{value:g} into a {dtype_name(dtype)} tensor (its range ends at +-{largest:g})"
     return [Hazard("fill-out-of-range", _running_module() or name, f"{name}: {detail}")]
 
 
@@ -197,35 +198,71 @@ def _running_module() -> str:
     while frame is not None:
         owner = frame.f_locals.get("self") if frame.f_code.co_name == "forward" else None
         if isinstance(owner, nn.Module):
-            return _full_path(owner, _live_parents())
+            return full_path(owner, live_parents())
         frame = frame.f_back
     return ""
 
 
 class _ProfileWatch:
     """What the watchers that need a ``sys.setprofile`` function share: the hazards found, and
-    the profile function set for the block (only where there is something to watch) and the
-    previous one put back after it. A subclass says what it watches (``_watching``) and reads
-    each call (``_on_event``)."""
+    the profile function set for the block and the previous one put back after it. A subclass
+    reads each call (``_on_event``), and knows the function it watches by its name and file:
+    nothing is imported for the watch."""
 
     def __init__(self):
         self.found: list[Hazard] = []
         self._previous = None
-
-    def _watching(self) -> bool:
-        raise NotImplementedError
 
     def _on_event(self, frame, event: str, arg) -> None:
         raise NotImplementedError
 
     def __enter__(self):
         self._previous = sys.getprofile()
-        if self._watching():
-            sys.setprofile(self._on_event)
+        sys.setprofile(self._on_event)
         return self
 
     def __exit__(self, *exc_info) -> None:
         sys.setprofile(self._previous)
+
+
+class ProfileWatches:
+    """Context manager: several profile-function watchers (:class:`_ProfileWatch`) under one
+    profile function, as ``python -m shared.culprit run`` watches a whole script (a thread has
+    one profile function: entered one by one, the last would silence the others).
+
+    Set only where none is set already (a profiler such as cProfile, a coverage tool's): that
+    one is left as it is, and ``.displaced`` says these watchers did not watch. At exit the
+    profile function is unset only if it is still this one (the script may have set its own)."""
+
+    def __init__(self, *watchers: _ProfileWatch):
+        self.watchers = watchers
+        self.displaced = False
+
+    @classmethod
+    def of_registry(cls) -> ProfileWatches:
+        """One of each watcher of the registry (``shared.hazards.FINDERS``) that needs a
+        profile function."""
+        classes = [globals().get(f.watcher) for f in FINDERS.values()]
+        return cls(*(c() for c in classes if isinstance(c, type) and issubclass(c, _ProfileWatch)))
+
+    @property
+    def found(self) -> list[Hazard]:
+        return [hazard for watcher in self.watchers for hazard in watcher.found]
+
+    def _on_event(self, frame, event: str, arg) -> None:
+        if event == "call":
+            for watcher in self.watchers:
+                watcher._on_event(frame, event, arg)
+
+    def __enter__(self):
+        self.displaced = sys.getprofile() is not None
+        if self.watchers and not self.displaced:
+            sys.setprofile(self._on_event)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if sys.getprofile() == self._on_event:
+            sys.setprofile(None)
 
 
 class FlatParamWatch(_ProfileWatch):
@@ -234,39 +271,32 @@ class FlatParamWatch(_ProfileWatch):
 
     FSDP1 has no hook: a ``sys.setprofile`` function reads the handle's arguments as it is
     built (record only; the FSDP1 module is private, its arguments the same from torch 2.1 to
-    2.13). Slows Python calls while active: watch the wrapping, not a whole training run."""
-
-    def __init__(self):
-        super().__init__()
-        self._code = _flat_param_handle_init()
-
-    def _watching(self) -> bool:
-        return self._code is not None
+    2.13). The handle is known by its file, so FSDP1 is not imported for the watch (seconds).
+    Slows Python calls while active: watch the wrapping, not a whole training run."""
 
     def _on_event(self, frame, event: str, arg) -> None:
-        if event != "call" or frame.f_code is not self._code or self.found:
+        code = frame.f_code
+        if event != "call" or code.co_name != "__init__" or self.found:
             return
+        if not code.co_filename.endswith(FLAT_PARAM_FILES):
+            return  # FlatParamHandle.__init__(self, params, fully_sharded_module, ...)
         try:
             params = list(frame.f_locals["params"])
-            dtypes = Counter(_dtype_name(p.dtype) for p in params)
+            dtypes = Counter(dtype_name(p.dtype) for p in params)
             if len(dtypes) > 1:
                 unit = frame.f_locals["fully_sharded_module"]
-                where = _full_path(unit, _live_parents())
+                where = full_path(unit, live_parents())
                 counts = " and ".join(f"{n} {dtype}" for dtype, n in sorted(dtypes.items()))
                 self.found.append(Hazard("mixed-flat-param", where, f"{counts} parameters"))
         except Exception:  # noqa: BLE001, S110 - watching must never break the model
             pass
 
 
-def _flat_param_handle_init():
-    """The code of FSDP1's ``FlatParamHandle.__init__`` (``_flat_param`` since torch 2.1)."""
-    for module in ("torch.distributed.fsdp._flat_param", "torch.distributed.fsdp.flat_param"):
-        try:
-            handle = importlib.import_module(module).FlatParamHandle
-        except (ImportError, AttributeError):
-            continue
-        return handle.__init__.__code__
-    return None
+# FSDP1's FlatParamHandle is defined in _flat_param.py (torch >= 2.1), flat_param.py before.
+FLAT_PARAM_FILES = tuple(
+    f"torch/distributed/fsdp/{name}".replace("/", os.sep)
+    for name in ("_flat_param.py", "flat_param.py")
+)
 
 
 class UnscaleWatch(_ProfileWatch):
@@ -279,26 +309,22 @@ class UnscaleWatch(_ProfileWatch):
 
     A ``sys.setprofile`` function sees each of these calls as it starts and reads the
     optimizer's stage in the scaler (record only; ``_per_optimizer_states`` holds it from torch
-    1.6 to 2.13) or the accelerator's ``sync_gradients``. Slows Python calls while active, as
+    1.6 to 2.13) or the accelerator's ``sync_gradients``. Both are known by their files, so
+    nothing is imported for the watch. Slows Python calls while active, as
     :class:`FlatParamWatch`."""
 
     def __init__(self):
         super().__init__()
-        self._codes = _unscale_codes()
         self._callers: dict[int, str] = {}  # id(optimizer) -> who unscaled it last
 
-    def _watching(self) -> bool:
-        return bool(self._codes)
-
     def _on_event(self, frame, event: str, arg) -> None:
-        if event != "call" or self.found:
+        code = frame.f_code
+        if event != "call" or code.co_name not in ("unscale_", "clip_grad_norm_") or self.found:
             return
         try:
-            if frame.f_code.co_name == "clip_grad_norm_" and frame.f_code.co_filename.endswith(
-                ACCELERATOR_FILE
-            ):
+            if code.co_name == "clip_grad_norm_" and code.co_filename.endswith(ACCELERATOR_FILE):
                 self._clip_on_micro_step(frame)
-            elif frame.f_code in self._codes:
+            elif code.co_name == "unscale_" and code.co_filename.endswith(SCALER_FILES):
                 self._unscale(frame)
         except Exception:  # noqa: BLE001, S110 - watching must never break the model
             pass
@@ -325,21 +351,13 @@ class UnscaleWatch(_ProfileWatch):
 ACCELERATOR_FILE = "accelerate/accelerator.py".replace("/", os.sep)
 
 
-def _unscale_codes() -> set:
-    """The code of each GradScaler's ``unscale_`` (torch.amp's from 2.3, torch.cuda.amp's
-    before; FSDP's ShardedGradScaler has its own)."""
-    codes = set()
-    scalers = (
-        ("torch.amp.grad_scaler", "GradScaler"),
-        ("torch.cuda.amp.grad_scaler", "GradScaler"),
-        ("torch.distributed.fsdp.sharded_grad_scaler", "ShardedGradScaler"),
-    )
-    for module, name in scalers:
-        try:
-            codes.add(getattr(importlib.import_module(module), name).unscale_.__code__)
-        except (ImportError, AttributeError):
-            continue
-    return codes
+# Each GradScaler's unscale_: torch.amp's (from 2.3), torch.cuda.amp's (before), FSDP's
+# ShardedGradScaler's own.
+SCALER_FILES = tuple(
+    name.replace("/", os.sep)
+    for name in ("torch/amp/grad_scaler.py", "torch/cuda/amp/grad_scaler.py",
+                 "torch/distributed/fsdp/sharded_grad_scaler.py")
+)  # fmt: skip
 
 
 def _where(frame) -> str:
@@ -356,35 +374,28 @@ class TrainingArgsWatch(_ProfileWatch):
     ``use_cpu`` (``no_cuda``) is not set: the setup transformers >= 4.52 refuses.
 
     A ``sys.setprofile`` function reads the arguments as ``__post_init__`` starts (record only:
-    the refusal, if any, still happens there). Slows Python calls while active."""
-
-    def __init__(self):
-        super().__init__()
-        self._code, self._bf16_device = _training_args_post_init()
-
-    def _watching(self) -> bool:
-        return self._code is not None
+    the refusal, if any, still happens there); the method is known by its file, so transformers
+    is not imported for the watch. Slows Python calls while active."""
 
     def _on_event(self, frame, event: str, arg) -> None:
-        if event != "call" or frame.f_code is not self._code or self.found:
+        code = frame.f_code
+        if event != "call" or code.co_name != "__post_init__" or self.found:
+            return
+        if not code.co_filename.endswith(TRAINING_ARGS_FILE):
             return
         try:
+            from transformers.utils.import_utils import is_torch_bf16_gpu_available
+
             args = frame.f_locals["self"]
             asked = [name for name in ("bf16", "bf16_full_eval") if getattr(args, name, False)]
             on_cpu = getattr(args, "use_cpu", False) or getattr(args, "no_cuda", False)
-            if asked and not on_cpu and not self._bf16_device():
+            if asked and not on_cpu and not is_torch_bf16_gpu_available():
                 detail = f"{asked[0]}=True, use_cpu unset, and no device that runs bfloat16"
                 self.found.append(Hazard("bf16-without-device", type(args).__name__, detail))
         except Exception:  # noqa: BLE001, S110 - watching must never break the model
             pass
 
 
-def _training_args_post_init():
-    """transformers' ``TrainingArguments.__post_init__`` code and its own check for a device
-    with bfloat16 (``is_torch_bf16_gpu_available``: CUDA, XPU, NPU, MPS ...); None without it."""
-    try:
-        from transformers import TrainingArguments
-        from transformers.utils.import_utils import is_torch_bf16_gpu_available
-    except ImportError:
-        return None, None
-    return TrainingArguments.__post_init__.__code__, is_torch_bf16_gpu_available
+# transformers' TrainingArguments (its __post_init__ holds the bf16 check, its own test for a
+# device with bfloat16 is is_torch_bf16_gpu_available: CUDA, XPU, NPU, MPS ...).
+TRAINING_ARGS_FILE = "transformers/training_args.py".replace("/", os.sep)
