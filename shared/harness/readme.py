@@ -21,7 +21,7 @@ import re
 import sys
 from pathlib import Path
 
-from shared.harness import ExitCode
+from shared.harness import ExitCode, UsageError
 from shared.harness.catalog import (
     VERSIONED_PACKAGES,
     Case,
@@ -100,7 +100,7 @@ def table() -> str:
 
 def rendered(text: str) -> str:
     if BEGIN not in text or END not in text:
-        raise SystemExit(f"readme: README.md needs the two marker lines\n{BEGIN}\n{END}")
+        raise UsageError(f"README.md needs the two marker lines\n{BEGIN}\n{END}")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{BEGIN}\n{table()}\n{END}{tail}"
