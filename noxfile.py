@@ -15,7 +15,8 @@
 - `bisect`: the first release of a library where a variant's verdict changes (not by default).
 - `explain`: which documented case an error message, a traceback or a symptom is.
 - `diagnose`: run your own script under the gallery's watchers (`-- SCRIPT [ARGS...]`).
-- `benchmark`: time the gallery against a bare import of its libraries (not run by default).
+- `benchmark`: time each case session against its own floor, a bare import of the libraries it
+  imports plus its variants' compute (not run by default; `-- --cases minicpm`: those only).
 
 Pins live in pyproject.toml's dependency groups. With `--no-venv` nothing is installed: the
 current environment must already hold the packages (offline GPU boxes, containers).
@@ -209,7 +210,7 @@ def diagnose(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def benchmark(session: nox.Session) -> None:
-    """Time the gallery against the floor of one bare import; print ratios and targets."""
+    """Time each case session against its own floor (its imports, its compute); print ratios."""
     install_group(session, "nox")
     session.run("python", "-m", "shared.harness", "benchmark", *session.posargs)
 

@@ -23,14 +23,15 @@ from shared.harness.by_hand import judge_by_hand, recorded_result
 from shared.harness.catalog import case_names, load_case
 from shared.harness.lines import PREFIX, by_hand_line
 from shared.harness.report import Verdict
-from shared.harness.verdicts import (
+from shared.harness.kinds import (
     EXPECTED_KINDS,
     PASSED,
     REPRODUCED,
     SKIPPED,
     UNAFFECTED,
-    Platform,
 )
+from shared.harness.steps import stored_runs
+from shared.harness.verdicts import Platform
 
 CASES = {name: load_case(name) for name in case_names()}
 RUN_VARIANTS = [(case, v) for case in CASES.values() for v in case.variants]
@@ -164,7 +165,7 @@ def _expected_line(case, variant, verdict: dict) -> str:
     platform = Platform.installed()
     if recorded.kind != SKIPPED:
         recorded = judge_by_hand(variant, recorded_result(recorded), platform)
-    return by_hand_line(case.name, variant, recorded, platform)
+    return by_hand_line(case.name, variant, recorded, platform, stored_runs(case, variant))
 
 
 @pytest.mark.parametrize(("case", "variant"), RUN_VARIANTS, ids=ids)
@@ -268,7 +269,7 @@ def test_a_failure_the_session_does_not_show_is_given_the_command_that_shows_it(
     ]
     assert unaffected, "the pinned set shows every failure: nothing to check"  # fmt: skip
     for case, variant in unaffected:
-        command = failure_command(case, variant, rows)
+        command = failure_command(case, variant, stored_runs(case, variant, rows))
         if (case.name, variant.name) in FAILS_ONLY_ON_A_GPU_STACK:
             assert command.startswith("no stored run shows it fail on the CPU; case.toml")
             continue

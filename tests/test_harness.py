@@ -7,14 +7,18 @@ read the verdicts from the JSON report and the printed lines.
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, read_report, run_gallery
 from helpers import case_toml, write_case
+
+from shared.harness import ExitCode, UsageError
 
 # A real dtype mismatch from a real torch op: the message the cases look for.
 MISMATCH = """
@@ -556,8 +560,93 @@ def test_benchmark_sweep_dates_are_the_configured_ones():
     assert dates_to_measure(None) == sweep_dates()
     first = sweep_dates()[0]
     assert dates_to_measure([first.isoformat()]) == [first]
-    with pytest.raises(SystemExit, match="not a sweep date: 2024-02-30"):
+    with pytest.raises(UsageError, match="not a sweep date: 2024-02-30"):
         dates_to_measure(["2024-02-30"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "environment", "says"),
+    [
+        (["run", "no-such-case"], {}, "gallery: error: unknown case 'no-such-case'"),
+        (["run", "minicpm", "--only", "nope"], {}, "gallery: error: no variant named ['nope']"),
+        (["run", "minicpm", "--jobs", "0"], {}, "error: --jobs must be at least 1"),
+        (["run", "minicpm"], {"GALLERY_START": "thread"},
+         "gallery: error: GALLERY_START must be 'fork' or 'spawn', got 'thread'"),
+        (["benchmark", "--repeat", "0"], {}, "--repeat: must be a whole number, at least 1"),
+        (["benchmark", "--sweep-only", "--dates", "2024-02-30"], {},
+         "gallery: error: not a sweep date: 2024-02-30"),
+        (["benchmark", "--dates", "2024-02-30"], {}, "--dates measures the dated sweep"),
+        (["benchmark", "--cases", "no-such-case"], {}, "gallery: error: unknown case"),
+        (["matrix", "cases", "no-such-set"], {}, "no-such-set"),
+        (["no-such-command"], {}, "invalid choice: 'no-such-command'"),
+    ],
+)  # fmt: skip
+def test_bad_input_exits_2_with_a_clear_error(argv, environment, says, monkeypatch, capsys):
+    """Every command, whatever bad input it meets (arguments, an unknown case, a bad setting):
+    ExitCode.USAGE_ERROR, never 1 (an anomaly) or 3, and a line saying what is wrong."""
+    from shared.harness.cli import main
+
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own usage errors
+        code = exc.code
+    assert code == ExitCode.USAGE_ERROR == 2, capsys.readouterr()
+    assert says in capsys.readouterr().err
+
+
+def test_a_readme_without_its_markers_is_bad_input(tmp_path, monkeypatch, capsys):
+    from shared.harness import readme
+    from shared.harness.cli import main
+
+    unmarked = tmp_path / "README.md"
+    unmarked.write_text("# a README someone cut the generated table out of\n", encoding="utf-8")
+    monkeypatch.setattr(readme, "README", unmarked)
+    assert main(["readme", "--check"]) == ExitCode.USAGE_ERROR
+    assert "gallery: error: README.md needs the two marker lines" in capsys.readouterr().err
+
+
+def test_a_factory_that_is_not_there_is_bad_input_for_the_culprit_command():
+    """`python -m shared.culprit MODULE:FACTORY`: 1 means a hazard was found; a factory that
+    cannot be imported is 2."""
+    run = subprocess.run(
+        [sys.executable, "-m", "shared.culprit", "no_such_project.models:build_model"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    assert "error: cannot import 'no_such_project.models'" in run.stderr
+
+
+def test_every_exit_code_is_documented():
+    """The README's table of exit codes is ExitCode, code for code, name for name."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    documented = re.findall(r"^\| (\d+) \| `(\w+)` \| \S", readme, flags=re.MULTILINE)
+    assert {(int(code), name) for code, name in documented} == {(c.value, c.name) for c in ExitCode}
+
+
+def test_a_case_preloads_only_what_it_imports(tmp_path):
+    """The parent imports what the chosen cases' files import (at any depth, and what a shared
+    function they import imports when called) and torch, not every library: a synthetic case
+    importing NumPy pays for no transformers, diffusers or peft."""
+    from shared.harness.runner import library_imports
+
+    write_case(tmp_path / "cases", "numpy_only", CASE_TOML, {"warns.py": WARNS})
+    write_case(tmp_path / "cases", "lazy", CASE_TOML, {
+        "broken.py": "def build():\n    import peft\n",
+        "fixed.py": "from shared.tiny_models import quiet_hf_logging\nquiet_hf_logging()\n",
+    })  # fmt: skip
+    lazy = {module for module, _ in library_imports(tmp_path / "cases" / "lazy")}
+    assert {"peft", "transformers", "shared.tiny_models"} <= lazy, lazy
+    libraries = ("torch", "numpy", "transformers", "diffusers", "peft", "accelerate")
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom shared.harness.runner import preload\n"
+        f"preload([Path({str(tmp_path / 'cases' / 'numpy_only')!r})])\n"
+        f"print(' '.join(name for name in {libraries!r} if name in sys.modules))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300, check=True)  # fmt: skip
+    assert run.stdout.split() == ["torch", "numpy"], run.stdout + run.stderr
 
 
 def _stripped_copy(tmp_path: Path, case: str, script: str, old: str, new: str) -> Path:

@@ -7,13 +7,22 @@ import importlib
 import sys
 from pathlib import Path
 
-from torch import nn
+# The exit codes, as the harness's ExitCode has them (this API never imports the harness): 0 no
+# hazard (``run``: the script's own status), 1 a hazard found, 2 bad input (options, a script or a
+# factory that is not there, torch missing).
+HAZARD_FOUND, USAGE_ERROR = 1, 2
 
-from shared.culprit.audit import format_audit
-from shared.culprit.diagnose import run
-from shared.culprit.finders import format_hazards, hazards
-from shared.hazards import FINDERS, HAZARDS
+try:
+    from torch import nn
 
+    from shared.culprit.audit import format_audit
+    from shared.culprit.diagnose import run
+    from shared.culprit.finders import format_hazards, hazards
+    from shared.hazards import FINDERS, HAZARDS
+except ModuleNotFoundError as missing:  # no torch in this environment: bad input, not a hazard
+    print(f"python -m shared.culprit: error: {missing.name} is not installed for {sys.executable}",
+          file=sys.stderr)  # fmt: skip
+    raise SystemExit(USAGE_ERROR) from None
 
 RUN_USAGE = """usage: python -m shared.culprit run [--backward] [--json FILE] SCRIPT [ARGS...]
        python -m shared.culprit run [--backward] [--json FILE] -m MODULE [ARGS...]
@@ -46,13 +55,13 @@ def run_main(argv: list[str]) -> int:
             return 0
         else:
             print(f"{RUN_USAGE}\nerror: unknown option {option}", file=sys.stderr)
-            return 2
+            return USAGE_ERROR
     if not argv:
         print(f"{RUN_USAGE}\nerror: no script given", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     if not module and not Path(argv[0]).is_file():
         print(f"error: no script {argv[0]}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     return run(argv[0], argv[1:], module=module, backward=backward, json_path=json_path)
 
 
@@ -78,12 +87,18 @@ def main(argv: list[str] | None = None) -> int:
     module_name, _, attribute = (args.factory or "").partition(":")
     if not attribute:
         parser.error("give MODULE:FACTORY, e.g. my_project.models:build_model")
-    model = getattr(importlib.import_module(module_name), attribute)()
+    try:  # a factory that is not there is bad input (2), never "a hazard found" (1)
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except ModuleNotFoundError as exc:
+        parser.error(f"cannot import {module_name!r}: {exc} (is its folder on PYTHONPATH?)")
+    except AttributeError:
+        parser.error(f"{module_name} has no {attribute!r}")
+    model = factory()
     if not isinstance(model, nn.Module):
         parser.error(f"{args.factory} returned a {type(model).__name__}, not an nn.Module")
     print(format_audit(model, odd_only=True))
     print(format_hazards(model))
-    return 1 if hazards(model) else 0
+    return HAZARD_FOUND if hazards(model) else 0
 
 
 if __name__ == "__main__":

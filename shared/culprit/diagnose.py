@@ -33,7 +33,6 @@ from torch.nn.modules import module as torch_module
 
 from shared.culprit.audit import audit, majority
 from shared.culprit.finders import (
-    Hazard,
     generator_hazards,
     hazards,
     optimizer_hazards,

@@ -13,7 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from shared.harness.case import CaseError, Variant
+from shared.harness import steps
+from shared.harness.case import Case, CaseError, Variant
 from shared.harness.catalog import load_case
 from shared.harness.lines import PREFIX, by_hand_line
 from shared.harness.paths import relative, relative_text
@@ -24,14 +25,15 @@ from shared.harness.report import (
     Verdict,
     WarningRecord,
 )
-from shared.harness.verdicts import Platform, judge, skip_reason
+from shared.harness.verdicts import Platform
 
 
 def verdict_line(
     script: Path, record: dict, raised: dict | None, cuda_device_names: tuple[str, ...] = ()
 ) -> str:
     """The line a run by hand ends with: ``record`` is what it recorded, ``raised`` its
-    exception (``shared.record.raised``), on a machine with these CUDA devices."""
+    exception (``shared.record.raised``), on a machine with these CUDA devices. The harness's
+    own plan and judge steps (``steps``); the run step is the script's own process."""
     script = script.resolve()
     try:
         case = load_case(script.parent.name, script.parent.parent)
@@ -41,11 +43,6 @@ def verdict_line(
     if variant is None:
         return f"{PREFIX} none: {script.name} is no variant of {case.name}'s case.toml"
     platform = Platform.installed(cuda_device_names)
-    reason = skip_reason(variant.requires, platform)
-    if reason:
-        return by_hand_line(
-            case.name, variant, judge(variant, Outcome(not_run=reason), platform), platform
-        )
     result = ProcessResult(
         status="raised" if raised else "clean",
         exception=ErrorRecord.from_raised(raised, (script.parent,)) if raised else None,
@@ -58,12 +55,15 @@ def verdict_line(
             for category, message, filename, lineno in record["warnings"]
         ],
     )
-    return by_hand_line(case.name, variant, judge_by_hand(variant, result, platform), platform)
+    verdict = judge_by_hand(variant, result, platform, case)
+    return by_hand_line(case.name, variant, verdict, platform, steps.stored_runs(case, variant))
 
 
-def judge_by_hand(variant: Variant, result: ProcessResult, platform: Platform) -> Verdict:
-    """The harness's judgement of one process's result, less the culprit: no mismatch guard
-    watches a run by hand."""
+def judge_by_hand(
+    variant: Variant, result: ProcessResult, platform: Platform, case: Case | None = None
+) -> Verdict:
+    """The harness's plan and judgement of one process's result, less the culprit: no mismatch
+    guard watches a run by hand. A variant the plan skips here is SKIPPED, as in the harness."""
     unguarded = dataclasses.replace(
         variant,
         expectation=dataclasses.replace(variant.expectation, culprit=""),
@@ -72,7 +72,16 @@ def judge_by_hand(variant: Variant, result: ProcessResult, platform: Platform) -
             for c in variant.conditions
         ),
     )
-    return judge(unguarded, Outcome(returncode=0, results=[result]), platform)
+    alone = dataclasses.replace(case or _case_of(variant), variants=(unguarded,))
+    (planned,) = steps.plan([alone], platform)
+    outcome = (Outcome(not_run=planned.not_run) if planned.not_run
+               else Outcome(returncode=0, results=[result]))  # fmt: skip
+    return next(steps.judge_each([planned], iter([outcome]), platform))
+
+
+def _case_of(variant: Variant) -> Case:
+    folder = variant.script.resolve().parent
+    return load_case(folder.name, folder.parent)
 
 
 def recorded_result(verdict: Verdict) -> ProcessResult:

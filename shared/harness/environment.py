@@ -11,7 +11,7 @@
   in a child process of the environment's interpreter. A library that cannot be imported is an
   environment error, never a verdict: the matrix stops with exit 2 naming the set, the library
   and the missing module (or name) before any case runs; a plain ``run`` stops the same way
-  (``cli.run``: what its parent's preload could not import, and in a child what it must not).
+  (``steps.run``: what its parent's preload could not import, and in a child what it must not).
 
 No torch here: the child processes import the libraries, this module does not.
 """

@@ -1,23 +1,30 @@
 """Every line a verdict is shown in, made here once: the harness's row and case summary
 (``python -m shared.harness run``), the cells of the site's verdict table, and the one sentence
-a run by hand ends with."""
+a run by hand ends with. It only formats: a fact beyond the verdict (the stored runs of the
+regression matrix) is looked up by the step that shows it (``steps.stored_runs``) and handed
+here as data."""
 
 from __future__ import annotations
 
-import datetime
-import functools
 import textwrap
 from dataclasses import dataclass
 
 from shared.harness.case import FAILURES, Case, Variant
-from shared.harness.kinds import ANOMALIES, REPRODUCED, SKIPPED, UNAFFECTED, kind_of
-from shared.harness.library_sets import PINNED, named_sets, set_date
-from shared.harness.matrix import Row, all_rows, flip_text, flips, stored_bisections
+from shared.harness.kinds import ANOMALIES, EXPECTED_KINDS, REPRODUCED, SKIPPED, UNAFFECTED, kind_of
 from shared.harness.report import Verdict
 from shared.harness.verdicts import Platform
 
 KIND_WIDTH, NAME_WIDTH = 14, 26
 PREFIX = "gallery verdict:"  # a run by hand's last line
+
+
+@dataclass(frozen=True)
+class StoredRuns:
+    """What the regression matrix's stored runs say of one variant (``steps.stored_runs``)."""
+
+    flip: str = ""  # its measured flip ("on transformers <= 4.37.2: ..."), "" when none is
+    reproduced_on: str = ""  # a stored set where its failure REPRODUCED on the CPU, as documented
+    versions: str = ""  # that set's torch and the libraries its `when` entries name
 
 
 @dataclass(frozen=True)
@@ -79,21 +86,21 @@ def case_summary(case_name: str, case_verdicts: list[Verdict]) -> str:
     return f"  => {case_name}: {counts} -- {status}"
 
 
-def by_hand_line(case: str, variant: Variant, verdict: Verdict, platform: Platform) -> str:
+def by_hand_line(
+    case: str, variant: Variant, verdict: Verdict, platform: Platform, stored: StoredRuns
+) -> str:
     """The one sentence a learner reads for ``verdict`` (a run by hand's last line)."""
     versions = ", ".join(f"{k} {v}" for k, v in platform.versions.items() if v)
-    where = _where_it_exists(variant, case) if verdict.kind == UNAFFECTED else ""
+    where = ""
+    if verdict.kind == UNAFFECTED:
+        where = f"measured: {stored.flip}" if stored.flip else _documented_where(variant)
     sentence = kind_of(verdict.kind).by_hand.format(detail=verdict.detail, versions=versions,
                                                     where=where)  # fmt: skip
     return f"{PREFIX} {verdict.kind}: {sentence}"
 
 
-def _where_it_exists(variant: Variant, case: str, measured: bool = True) -> str:
-    """The matrix's measured flip of the variant, else what its ``when`` entries declare."""
-    rows = [row for row in _stored_rows() if (row.case, row.variant) == (case, variant.name)]
-    found = flips(rows, stored_bisections()) if measured else []
-    if found:
-        return f"measured: {flip_text(found[0])}"
+def _documented_where(variant: Variant) -> str:
+    """Where the variant's ``when`` entries declare its failure."""
 
     def spec(condition) -> str:
         return ", ".join(f"{name} {s}" for name, s in condition.packages.items())
@@ -105,51 +112,35 @@ def _where_it_exists(variant: Variant, case: str, measured: bool = True) -> str:
     return f"case.toml documents it on the versions outside {'; '.join(where)}" if where else ""
 
 
-@functools.cache
-def _stored_rows() -> tuple[Row, ...]:
-    return tuple(all_rows())
-
-
-def failure_command(case: Case, variant: Variant, rows: tuple[Row, ...] | None = None) -> str:
+def failure_command(case: Case, variant: Variant, stored: StoredRuns) -> str:
     """For a failing variant that ran clean here (UNAFFECTED) or could not run (SKIPPED): the one
-    command that shows its failure, on a stored library set where it REPRODUCED on the CPU and
-    that its case.toml documents it failing on (a `when` entry holds for the set's versions).
-    Of those: a set ``[tool.gallery.matrix]`` declares, else the newest dated one. Where no
-    stored run shows it: the versions case.toml documents it on. "" for a fixed variant."""
+    command that shows its failure, on the stored set ``stored`` names; where no stored run shows
+    it, the versions case.toml documents it on. "" for a fixed variant."""
     expectations = (variant.expectation, *(c.expectation for c in variant.conditions))
     if not any(expectation.expect in FAILURES for expectation in expectations):
         return ""
-    rows = _stored_rows() if rows is None else rows
-    declared = set(named_sets()) - {PINNED, "latest"}  # the stacks that stay as stored
-    shown = [
-        row for row in rows
-        if (row.case, row.variant) == (case.name, variant.name) and row.verdict == REPRODUCED
-        and row.device == "cpu" and row.set in declared
-        and variant.expectation_for(row.versions, "cpu").expect in FAILURES
-    ]  # fmt: skip
-    if not shown:
-        documented = _where_it_exists(variant, case.name, measured=False)
+    if not stored.reproduced_on:
+        documented = _documented_where(variant)
         return f"no stored run shows it fail on the CPU; {documented}" if documented else ""
-    best = min(
-        shown,
-        key=lambda row: (
-            set_date(row.set) is not None,
-            -(set_date(row.set) or datetime.date.min).toordinal(),
-        ),
-    )
-    named = dict.fromkeys(["torch", *sorted({n for c in variant.conditions for n in c.packages})])
-    versions = ", ".join(f"{name} {best.versions[name]}" for name in named
-                         if best.versions.get(name))  # fmt: skip
-    return (f'to see it fail: nox -s "matrix({best.set})" -- {case.name}   '
-            f"(stored: {REPRODUCED} there, on {versions})")  # fmt: skip
+    return (f'to see it fail: nox -s "matrix({stored.reproduced_on})" -- {case.name}   '
+            f"(stored: {REPRODUCED} there, on {stored.versions})")  # fmt: skip
 
 
-def failure_line(case: Case, variant: Variant, verdict: Verdict) -> str:
+def failure_line(case: Case, variant: Variant, verdict: Verdict, stored: StoredRuns) -> str:
     """The line under a failing variant's verdict that shows no failure here (UNAFFECTED, or
     SKIPPED where a stored set shows it): where and how a learner sees it fail."""
     if verdict.kind not in (UNAFFECTED, SKIPPED):
         return ""
-    command = failure_command(case, variant)
-    if verdict.kind == SKIPPED and not command.startswith("to see it fail"):
+    command = failure_command(case, variant, stored)
+    if verdict.kind == SKIPPED and not stored.reproduced_on:
         return ""  # the skip's reason says what it needs
     return f"  {'':<{KIND_WIDTH}} {command}" if command else ""
+
+
+def run_summary(verdicts: list[Verdict], seconds: float) -> str:
+    """The line that ends a run: its counts, OK or FAILED (any anomaly)."""
+    anomalies = sum(v.kind in ANOMALIES for v in verdicts)
+    expected = sum(v.kind in EXPECTED_KINDS for v in verdicts)
+    skipped = sum(v.kind == SKIPPED for v in verdicts)
+    summary = f"{expected} as documented, {anomalies} anomalies, {skipped} skipped"
+    return f"\ngallery: {'FAILED' if anomalies else 'OK'} ({summary}) in {seconds:.1f} s"

@@ -24,7 +24,7 @@ import re
 import sys
 from pathlib import Path
 
-from shared.harness import ExitCode
+from shared.harness import ExitCode, UsageError
 from shared.harness.case import (
     FAILURES,
     SILENT_FAILURES,
@@ -143,7 +143,7 @@ def keys_list() -> str:
 
 def _between(text: str, begin: str, end: str, generated: str, path: Path) -> str:
     if begin not in text or end not in text:
-        raise SystemExit(f"readme: {relative(path)} needs the two marker lines\n{begin}\n{end}")
+        raise UsageError(f"{relative(path)} needs the two marker lines\n{begin}\n{end}")
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{begin}\n{generated}\n{end}{tail}"

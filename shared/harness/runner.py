@@ -28,8 +28,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared.harness import UsageError
 from shared.harness.case import Case, Variant
-from shared.harness.libraries import NOT_PRELOADED, VERSIONED_PACKAGES
+from shared.harness.libraries import NOT_PRELOADED
 from shared.harness.paths import REPO_ROOT
 from shared.harness.report import Outcome, ProcessResult
 
@@ -51,20 +52,22 @@ class Job:
 def start_method() -> str:
     wanted = os.environ.get(START_METHOD_VARIABLE, "fork" if hasattr(os, "fork") else "spawn")
     if wanted not in ("fork", "spawn"):
-        raise SystemExit(f"{START_METHOD_VARIABLE} must be 'fork' or 'spawn', got {wanted!r}")
+        raise UsageError(f"{START_METHOD_VARIABLE} must be 'fork' or 'spawn', got {wanted!r}")
     return wanted
 
 
 def preload(case_folders: Iterable[Path]) -> dict[str, BaseException]:
-    """Import the libraries and everything the cases' files import, once, before forking;
-    return the top-level modules that could not be imported, with what they raised.
+    """Import what the chosen cases' files import, once, before forking, and the executor every
+    child runs (its watchers import torch); return the top-level modules that could not be
+    imported, with what they raised. A library no chosen case imports is left out: a run of one
+    case pays for its own imports only.
 
     ``from transformers import Trainer`` is resolved too: transformers imports lazily, and the
     attribute access is what pays for the import.
     """
-    wanted = [(name, ()) for name in VERSIONED_PACKAGES]
-    for folder in case_folders:
-        wanted += library_imports(folder)
+    wanted = [("torch", ())]  # every case needs it (and so does the executor's diagnosis)
+    wanted += [import_ for folder in case_folders for import_ in library_imports(folder)]
+    wanted += [(EXECUTOR, ()), ("shared.culprit.diagnose", ())]  # what execute() imports
     failed: dict[str, BaseException] = {}
     for module_name, attributes in wanted:
         top = module_name.split(".")[0]
@@ -81,21 +84,35 @@ def preload(case_folders: Iterable[Path]) -> dict[str, BaseException]:
 
 
 def library_imports(case_folder: Path) -> list[tuple[str, tuple[str, ...]]]:
-    """Top-level imports of every file of a case (variants and their tiny-model modules), as
-    (module, names imported from it); the case's own sibling modules are left out."""
+    """Every import of every file of a case (variants and their tiny-model modules, in a
+    function too), as (module, names imported from it), and what a function the case imports
+    from the gallery's ``shared`` modules imports when called (``quiet_hf_logging``:
+    transformers); the case's own sibling modules are left out."""
     siblings = {path.stem for path in case_folder.glob("*.py")}
     imports = []
     for path in sorted(case_folder.glob("*.py")):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError):
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                imports += [(alias.name, ()) for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                imports.append((node.module, tuple(alias.name for alias in node.names)))
+        imports += _imports_in(path)
+    for module, names in list(imports):
+        if module.split(".")[0] == "shared" and names:
+            imports += _imports_in(REPO_ROOT.joinpath(*module.split(".")).with_suffix(".py"), names)
     return [(module, names) for module, names in imports if module.split(".")[0] not in siblings]
+
+
+def _imports_in(path: Path, functions: tuple[str, ...] = ()) -> list[tuple[str, tuple[str, ...]]]:
+    """The imports anywhere in a file (or, ``functions`` named, in those functions' bodies)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return []
+    roots = [node for node in tree.body if isinstance(node, ast.FunctionDef)
+             and node.name in functions] if functions else [tree]  # fmt: skip
+    imports = []
+    for node in (inner for root in roots for inner in ast.walk(root)):
+        if isinstance(node, ast.Import):
+            imports += [(alias.name, ()) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imports.append((node.module, tuple(alias.name for alias in node.names)))
+    return imports
 
 
 def probe_cuda() -> list[str]:

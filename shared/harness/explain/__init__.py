@@ -45,7 +45,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from shared.harness import ExitCode
-from shared.harness.catalog import Case
+from shared.harness.case import Case
 from shared.harness.explain.answer import Answer
 from shared.harness.explain.claims import claims
 from shared.harness.explain.describe import describe

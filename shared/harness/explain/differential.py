@@ -3,7 +3,7 @@ closest family (no documented case)."""
 
 from __future__ import annotations
 
-from shared.harness.catalog import Case
+from shared.harness.case import Case
 from shared.harness.explain.answer import Answer, Hit
 from shared.harness.explain.messages import same_wording
 from shared.harness.explain.parse import Paste
