@@ -410,7 +410,10 @@ class NonFiniteGuard(_ModuleWatch):
 
     def _judge_output(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         try:
-            outputs = [t for t in _tensors(output) if t.is_floating_point()]
+            if isinstance(output, torch.Tensor):  # the common case, without a generator
+                outputs = [output] if output.is_floating_point() else []
+            else:
+                outputs = [t for t in _tensors(output) if t.is_floating_point()]
             bad = [t for t in outputs if not _finite(t)]
             if not bad:
                 return
@@ -441,9 +444,11 @@ def _finite(tensor: torch.Tensor) -> bool:
     """No element of ``tensor`` is inf or NaN. Its sum is one op where ``isfinite(...).all()`` is
     several (some times slower on the CPU): any inf or NaN makes the sum inf or NaN, so a finite
     sum decides; a sum that overflowed (or raised) is decided element by element."""
-    with contextlib.suppress(Exception):
+    try:
         if math.isfinite(tensor.sum().item()):
             return True
+    except Exception:  # noqa: BLE001, S110 - a dtype or tensor kind without a sum: the long way
+        pass
     return bool(torch.isfinite(tensor).all())
 
 
