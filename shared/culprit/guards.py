@@ -443,13 +443,16 @@ class NonFiniteGuard(_ModuleWatch):
 def _finite(tensor: torch.Tensor) -> bool:
     """No element of ``tensor`` is inf or NaN. Its sum is one op where ``isfinite(...).all()`` is
     several (some times slower on the CPU): any inf or NaN makes the sum inf or NaN, so a finite
-    sum decides; a sum that overflowed (or raised) is decided element by element."""
+    sum decides; a sum that overflowed (or raised), or a subclass's own sum, element by element."""
     try:
-        if math.isfinite(tensor.sum().item()):
+        if type(tensor) in _PLAIN_TENSORS and math.isfinite(tensor.sum().item()):
             return True
-    except Exception:  # noqa: BLE001, S110 - a dtype or tensor kind without a sum: the long way
+    except Exception:  # noqa: BLE001, S110 - a dtype without a sum: the long way
         pass
     return bool(torch.isfinite(tensor).all())
+
+
+_PLAIN_TENSORS = (torch.Tensor, nn.Parameter)
 
 
 def _tensors(value) -> Iterator[torch.Tensor]:
