@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import math
 from collections.abc import Iterator
 
 import torch
@@ -174,7 +175,8 @@ class MismatchGuard(_ModuleWatch):
     def _check(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         try:
             with _unwatched():
-                self._judge(module, args, kwargs)
+                if _may_mismatch(module, args, kwargs):
+                    self._judge(module, args, kwargs)
         except DtypeDeviceMismatch:
             raise
         except Exception as exc:  # noqa: BLE001 - watching must never break the model it watches
@@ -243,6 +245,53 @@ def mismatched_inputs(module: nn.Module, args: tuple, kwargs: dict) -> Iterator[
             if param.device != tensor.device or (dtype_differs and param.dtype != tensor.dtype)
         )
         yield role, tensor, name, param
+
+
+# Module classes whose own parameters are their ``_parameters`` (named_parameters not
+# overridden, no accelerate hook on the class): the ones _may_mismatch can judge quickly.
+_PLAIN_CLASSES: dict[type, bool] = {}
+
+
+def _may_mismatch(module: nn.Module, args: tuple, kwargs: dict) -> bool:
+    """A quick filter run on every call before :func:`mismatched_inputs`: False only where that
+    check would find nothing. It compares the same parameters' dtypes and devices with every
+    tensor argument (a superset of the tensors that check binds to the signature: one level into
+    every argument) and never binds the forward's signature; the exact check then names roles."""
+    kind = type(module)
+    plain = _PLAIN_CLASSES.get(kind)
+    if plain is None:
+        plain = _PLAIN_CLASSES[kind] = (
+            kind.named_parameters is nn.Module.named_parameters
+            and kind._named_members is nn.Module._named_members
+            and not hasattr(kind, "_hf_hook")
+        )
+    if not plain or "_hf_hook" in module.__dict__:
+        return True  # placeholders on "meta" or parameters found elsewhere: the exact check
+    dtypes, devices = set(), set()
+    for param in module._parameters.values():
+        if param is not None and param.is_floating_point():
+            dtypes.add(param.dtype)
+            devices.add(param.device)
+    if not dtypes:
+        return False
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            items = (value,)
+        elif isinstance(value, (tuple, list)):
+            items = value
+        elif isinstance(value, dict):
+            items = value.values()
+        else:
+            continue
+        for tensor in items:
+            if (
+                isinstance(tensor, torch.Tensor)
+                and (tensor.device not in devices
+                     or tensor.is_floating_point() and tensor.dtype not in dtypes)
+                and not _autocast_enabled(tensor.device.type)
+            ):  # fmt: skip
+                return True
+    return False
 
 
 def _autocast_enabled(device_type: str) -> bool:
@@ -356,7 +405,7 @@ class NonFiniteGuard(_ModuleWatch):
             if self.first_gradient is not None:
                 return
             with _unwatched():
-                if bool(torch.isfinite(grad).all()):
+                if _finite(grad):
                     return
                 bad = int((~torch.isfinite(grad)).sum())
             self.first_gradient = NonFiniteGradient(
@@ -373,12 +422,15 @@ class NonFiniteGuard(_ModuleWatch):
 
     def _judge_output(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         try:
-            outputs = [t for t in tensors_of(output) if t.is_floating_point()]
-            bad = [t for t in outputs if not bool(torch.isfinite(t).all())]
+            if isinstance(output, torch.Tensor):  # the common case, without a generator
+                outputs = [output] if output.is_floating_point() else []
+            else:
+                outputs = [t for t in tensors_of(output) if t.is_floating_point()]
+            bad = [t for t in outputs if not _finite(t)]
             if not bad:
                 return
             inputs = [t for _, t in _tensor_inputs(module, args, kwargs) if t.is_floating_point()]
-            if any(not bool(torch.isfinite(t).all()) for t in inputs):
+            if any(not _finite(t) for t in inputs):
                 return  # passed on, not produced here
             largest = max(inputs, key=lambda t: float(t.abs().max()) if t.numel() else 0.0,
                           default=None)  # fmt: skip
@@ -404,3 +456,18 @@ class NonFiniteGuard(_ModuleWatch):
             return
         path = full_path(self._module, live_parents())
         self.first = dataclasses.replace(self.first, module=path)
+
+
+def _finite(tensor: torch.Tensor) -> bool:
+    """No element of ``tensor`` is inf or NaN. Its sum is one op where ``isfinite(...).all()`` is
+    several (some times slower on the CPU): any inf or NaN makes the sum inf or NaN, so a finite
+    sum decides; a sum that overflowed (or raised), or a subclass's own sum, element by element."""
+    try:
+        if type(tensor) in _PLAIN_TENSORS and math.isfinite(tensor.sum().item()):
+            return True
+    except Exception:  # noqa: BLE001, S110 - a dtype without a sum: the long way
+        pass
+    return bool(torch.isfinite(tensor).all())
+
+
+_PLAIN_TENSORS = (torch.Tensor, nn.Parameter)

@@ -4,7 +4,10 @@ against the same pass without, in a process of its own (``benchmark`` runs one p
     python -m shared.harness.overhead CASE     -> one JSON line: case, model, bare_s, diagnosed_s
 
 The case's first CPU-runnable passing variant runs once to build its model and inputs; the first
-outermost module call it makes (its model, its arguments) is then timed bare and diagnosed.
+outermost module call it makes (its model, its arguments) is then timed bare and diagnosed, both
+on one intra-op thread: the gallery's tiny models gain nothing from a second one, and on a shared
+machine a second thread's wake-ups (a scheduler's time slice each, more often the longer the
+Python work between two ops) would be measured instead of the diagnosis.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from shared.harness.catalog import load_case
 from shared.record import HARNESS_VARIABLE
 
 ROUNDS = 10
+BLOCKS = 3
 
 
 def first_model_call(script) -> tuple:
@@ -55,10 +59,10 @@ def first_model_call(script) -> tuple:
     return calls[0] if calls else (None, (), {})
 
 
-def seconds(module, args, kwargs, diagnosis) -> tuple[float, float]:
-    """The fastest of ROUNDS passes bare (before and after) and under ``diagnosis`` (after one
-    pass that meets the modules): a loaded machine slows some passes; the fastest is the least
-    disturbed."""
+def seconds(module, args, kwargs, diagnosis: type) -> tuple[float, float]:
+    """The fastest of ROUNDS passes bare and under a new ``diagnosis()``, in BLOCKS
+    alternating blocks (each diagnosed one after a pass that meets the modules): a loaded
+    machine slows some passes and some stretches of time; the fastest is the least disturbed."""
     import torch
 
     def fastest() -> float:
@@ -69,14 +73,16 @@ def seconds(module, args, kwargs, diagnosis) -> tuple[float, float]:
             times.append(time.perf_counter() - started)
         return min(times)
 
+    bare, diagnosed = [], []
+    torch.set_num_threads(1)
     with torch.no_grad():
         module(*args, **kwargs)  # warm
-        bare = fastest()
-        with diagnosis:
-            module(*args, **kwargs)
-            diagnosed = fastest()
-        bare = min(bare, fastest())
-    return bare, diagnosed
+        for _ in range(BLOCKS):
+            bare.append(fastest())
+            with diagnosis():
+                module(*args, **kwargs)
+                diagnosed.append(fastest())
+    return min(bare), min(diagnosed)
 
 
 def main(case_name: str) -> None:
@@ -89,7 +95,7 @@ def main(case_name: str) -> None:
     if module is None:
         print(json.dumps({"case": case_name, "model": None}))
         return
-    bare, diagnosed = seconds(module, args, kwargs, Diagnosis())
+    bare, diagnosed = seconds(module, args, kwargs, Diagnosis)
     print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
                       "bare_s": bare, "diagnosed_s": diagnosed}))  # fmt: skip
 
