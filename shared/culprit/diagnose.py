@@ -124,6 +124,8 @@ class Diagnosis:
     # --- global hooks --------------------------------------------------------------------------
 
     def _entering(self, module: nn.Module, args: tuple) -> None:
+        if not self._depth:
+            self.profiled.pause()  # until the outermost call returns
         self._depth += 1
 
     def _leaving(self, module: nn.Module, args: tuple, *rest) -> None:
@@ -132,6 +134,7 @@ class Diagnosis:
         self._depth = max(self._depth - 1, 0)
         if self._depth:
             return
+        self.profiled.resume()
         # An outermost call: what the script gave a model, and what a model gave back.
         self._roots.add(module)
         with contextlib.suppress(Exception):

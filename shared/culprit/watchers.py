@@ -14,6 +14,7 @@ import dataclasses
 import math
 import os
 import sys
+import threading
 from collections import Counter
 
 import torch
@@ -54,6 +55,7 @@ class OpWatch(TorchFunctionMode):
     FILLS = {torch.Tensor.masked_fill: "Tensor.masked_fill", torch.masked_fill: "masked_fill",
         torch.Tensor.masked_fill_: "Tensor.masked_fill_", torch.Tensor.fill_: "Tensor.fill_",
         torch.full: "torch.full"}  # fmt: skip
+    WATCHED = frozenset((*FFTS, *TO_NUMPY, *FILLS, F.scaled_dot_product_attention))
 
     def __init__(self):
         super().__init__()
@@ -63,13 +65,9 @@ class OpWatch(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         __tracebackhide__ = True  # the call's own error is raised by func, not by this watch
         kwargs = kwargs or {}
-        if (
-            func in self.FFTS
-            or func in self.FILLS
-            or func is F.scaled_dot_product_attention
-            or isinstance(kwargs.get("generator"), torch.Generator)
-            or func in self.TO_NUMPY
-        ):
+        # Every torch call (a .dtype read too) passes here: one set lookup decides for most.
+        drawn = kwargs and isinstance(kwargs.get("generator"), torch.Generator)
+        if func in self.WATCHED or drawn:
             try:
                 self._inspect(func, args, kwargs)
             except Exception:  # noqa: BLE001, S110 - watching must never break the model
@@ -237,6 +235,7 @@ class ProfileWatches:
     def __init__(self, *watchers: _ProfileWatch):
         self.watchers = watchers
         self.displaced = False
+        self._thread: int | None = None  # the thread it watches, while entered
 
     @classmethod
     def of_registry(cls) -> ProfileWatches:
@@ -256,6 +255,7 @@ class ProfileWatches:
 
     def __enter__(self):
         self.displaced = sys.getprofile() is not None
+        self._thread = threading.get_ident()
         if self.watchers and not self.displaced:
             sys.setprofile(self._on_event)
         return self
@@ -263,6 +263,18 @@ class ProfileWatches:
     def __exit__(self, *exc_info) -> None:
         if sys.getprofile() == self._on_event:
             sys.setprofile(None)
+        self._thread = None
+
+    def pause(self) -> None:
+        """Unset the profile function for a while (a model's forward pass: none of the watched
+        calls happens inside one, and every Python call there would pay for it)."""
+        if threading.get_ident() == self._thread and sys.getprofile() == self._on_event:
+            sys.setprofile(None)
+
+    def resume(self) -> None:
+        """Set it again after :meth:`pause`, unless something else took the slot meanwhile."""
+        if threading.get_ident() == self._thread and sys.getprofile() is None:
+            sys.setprofile(self._on_event)
 
 
 class FlatParamWatch(_ProfileWatch):
