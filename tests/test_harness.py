@@ -604,7 +604,8 @@ def test_a_readme_without_its_markers_is_bad_input(tmp_path, monkeypatch, capsys
     unmarked.write_text("# a README someone cut the generated table out of\n", encoding="utf-8")
     monkeypatch.setattr(readme, "README", unmarked)
     assert main(["readme", "--check"]) == ExitCode.USAGE_ERROR
-    assert "gallery: error: README.md needs the two marker lines" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert error.startswith("gallery: error: ") and "README.md needs the two marker lines" in error
 
 
 def test_a_factory_that_is_not_there_is_bad_input_for_the_culprit_command():
