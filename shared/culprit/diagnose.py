@@ -81,13 +81,13 @@ class Diagnosis:
     :meth:`problem` names the first problem, or None. ``backward=True`` also watches gradients
     for the first non-finite one."""
 
-    def __init__(self, backward: bool = False):
+    def __init__(self, backward: bool = False, profiled: ProfileWatches | None = None):
         self.guard = MismatchGuard()
         self.values = NonFiniteGuard(gradients=backward)
         self.ops = OpWatch()
         # FSDP1's flattening, GradScaler's unscale_, TrainingArguments' precision: the registry's
         # profile-function watchers, under one profile function
-        self.profiled = ProfileWatches.of_registry()
+        self.profiled = ProfileWatches.of_registry() if profiled is None else profiled
         self.spawned: list[str] = []  # process starts seen: their work is not watched here
         self._created: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module: (f, l)
         self._depth = 0  # module calls in progress

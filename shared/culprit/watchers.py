@@ -238,10 +238,12 @@ class ProfileWatches:
         self._thread: int | None = None  # the thread it watches, while entered
 
     @classmethod
-    def of_registry(cls) -> ProfileWatches:
+    def of_registry(cls, names=None) -> ProfileWatches:
         """One of each watcher of the registry (``shared.hazards.FINDERS``) that needs a
-        profile function."""
-        classes = [globals().get(f.watcher) for f in FINDERS.values()]
+        profile function; ``names``: only those finders (the harness asks for what a variant's
+        audit needs: every Python call outside a forward pays for a profile function)."""
+        classes = [globals().get(f.watcher) for name, f in FINDERS.items()
+                   if names is None or name in names]  # fmt: skip
         return cls(*(c() for c in classes if isinstance(c, type) and issubclass(c, _ProfileWatch)))
 
     @property

@@ -40,7 +40,8 @@ def execute(script: Path, result_path: Path) -> int:
     gallery = (script.parent.resolve(), SHARED_DIR)  # the gallery's own code, not a library's
     diagnosis = _diagnosis()
     watchers = _watchers(diagnosis)
-    diagnosis_watchers = diagnosis.watchers if diagnosis is not None else ()
+    diagnosis_watchers = ((*diagnosis.watchers, *diagnosis.profiled.watchers)
+                          if diagnosis is not None else ())  # fmt: skip
     guard, values = watchers.get(CULPRIT_WATCHER), watchers.get(SILENT_WATCHER)
     try:
         with contextlib.ExitStack() as watching:
@@ -106,9 +107,13 @@ def _diagnosis():
     under it: the gallery is its test set); None without torch."""
     try:
         from shared.culprit.diagnose import Diagnosis
+        from shared.culprit.watchers import ProfileWatches
     except ImportError:  # no torch here: nothing to watch
         return None
-    return Diagnosis()
+    # Only the profile-function watchers the runner asked for (FSDP1's flattening, ...): one
+    # slows every Python call of the variant.
+    wanted = os.environ.get(WATCH_VARIABLE, "").split()
+    return Diagnosis(profiled=ProfileWatches.of_registry(wanted))
 
 
 def _diagnose(diagnosis, namespace: dict, raised: BaseException | None, *others) -> dict | None:
@@ -139,6 +144,7 @@ def _watchers(diagnosis) -> dict:
 
     own = {"MismatchGuard": diagnosis.guard, "NonFiniteGuard": diagnosis.values,
            "OpWatch": diagnosis.ops}  # fmt: skip
+    own |= {type(watcher).__name__: watcher for watcher in diagnosis.profiled.watchers}
     wanted = os.environ.get(WATCH_VARIABLE, "").split()
     return {
         name: own.get(finder.watcher) or getattr(shared.culprit, finder.watcher)()
