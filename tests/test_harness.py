@@ -522,6 +522,36 @@ def test_the_real_torchrun_command_line_reproduces_too(tmp_path):
     )
 
 
+def test_variants_are_spawned_where_a_cuda_gpu_is_visible(monkeypatch):
+    """The GPU is probed in a child before the parent imports anything, and where one is
+    visible the variants are spawned: importing peft or transformers imports bitsandbytes, which
+    initialises CUDA, and a child forked after that cannot use the GPU. GALLERY_START wins."""
+    from shared.harness import steps
+    from shared.harness.catalog import load_case
+    from shared.harness.runner import start_method
+
+    monkeypatch.delenv("GALLERY_START", raising=False)
+    assert (start_method(cuda_visible=False), start_method(cuda_visible=True)) == ("fork", "spawn")
+    order: list[str] = []
+
+    def probe():
+        order.append("probe")
+        return ["NVIDIA Test GPU"]
+
+    def unimportable(cases, method):
+        order.append(method)
+        raise UsageError("stop before anything runs")
+
+    monkeypatch.setattr(steps, "probe_cuda", probe)
+    monkeypatch.setattr(steps, "_unimportable", unimportable)
+    for setting, method in ((None, "spawn"), ("fork", "fork")):
+        if setting:
+            monkeypatch.setenv("GALLERY_START", setting)
+        with pytest.raises(UsageError):
+            steps.run([load_case("minicpm")], 1, Path("unused"))
+    assert order == ["probe", "spawn", "probe", "fork"]
+
+
 def test_swapped_variants_of_a_real_case_fail_the_run(tmp_path):
     """Both swapped in one run: the "fix" is the broken program, and the bug no longer happens."""
     cases_dir = tmp_path / "cases"

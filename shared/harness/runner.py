@@ -49,8 +49,13 @@ class Job:
     ranks: int = 1  # torchrun variants: processes to launch (see shared.distributed)
 
 
-def start_method() -> str:
-    wanted = os.environ.get(START_METHOD_VARIABLE, "fork" if hasattr(os, "fork") else "spawn")
+def start_method(cuda_visible: bool = False) -> str:
+    """How variants start: ``GALLERY_START`` if set; else spawned where a CUDA GPU is visible
+    (the parent's imports can initialise CUDA: peft and transformers import bitsandbytes, which
+    asks for the device's capability, and a child forked after that cannot use the GPU), else
+    forked from one parent that imported the libraries once."""
+    default = "fork" if hasattr(os, "fork") and not cuda_visible else "spawn"
+    wanted = os.environ.get(START_METHOD_VARIABLE, default)
     if wanted not in ("fork", "spawn"):
         raise UsageError(f"{START_METHOD_VARIABLE} must be 'fork' or 'spawn', got {wanted!r}")
     return wanted
@@ -288,9 +293,11 @@ class _Child:
         )
 
 
-def run_jobs(jobs: list[Job], parallel: int = 1) -> Iterator[tuple[Job, Outcome]]:
-    """Run jobs, at most ``parallel`` at a time; yield (job, outcome) in the order given."""
-    method = start_method()
+def run_jobs(
+    jobs: list[Job], parallel: int = 1, method: str = "fork"
+) -> Iterator[tuple[Job, Outcome]]:
+    """Run jobs, at most ``parallel`` at a time, each started by ``method``; yield (job,
+    outcome) in the order given."""
     pending = list(enumerate(jobs))
     running: dict[int, _Child] = {}
     finished: dict[int, Outcome] = {}

@@ -62,7 +62,9 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
     header, then the steps. The steps after the plan are lazy: each verdict is printed as soon as
     its variant (and those before it) finished."""
     started = time.perf_counter()
-    method = start_method()
+    # Asked first, in a child, before the parent imports anything that could initialise CUDA.
+    cuda_names = tuple(probe_cuda())
+    method = start_method(cuda_visible=bool(cuda_names))
     failures = _unimportable(cases, method)
     if failures:  # each on a line of its own, as UsageError's lines are shown
         raise UsageError(*(
@@ -70,7 +72,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
                              "in this environment")
             for failure in failures
         ))  # fmt: skip
-    platform = Platform.installed(tuple(probe_cuda()))
+    platform = Platform.installed(cuda_names)
     if require_cuda and not platform.cuda_devices:
         raise UsageError("--require-cuda, but no CUDA GPU is visible here")
     _print_header(platform, method, time.perf_counter() - started, parallel)
@@ -79,7 +81,7 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
     run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=WORK_DIR))
     try:
         planned = plan(cases, platform)
-        judged = judge_each(planned, run_planned(planned, run_dir, parallel), platform)
+        judged = judge_each(planned, run_planned(planned, run_dir, parallel, method), platform)
         return report(cases, judged, platform, report_dir, started)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -134,13 +136,16 @@ def plan(cases: list[Case], platform: Platform) -> list[Planned]:
     return planned
 
 
-def run_planned(planned: list[Planned], run_dir: Path, parallel: int) -> Iterator[Outcome]:
+def run_planned(
+    planned: list[Planned], run_dir: Path, parallel: int, method: str
+) -> Iterator[Outcome]:
     """Each planned variant's outcome, in plan order: a skipped one at once, the others as
-    their processes end (``parallel`` at a time, each in its folder under ``run_dir``)."""
+    their processes end (``parallel`` at a time, started by ``method``, each in its folder under
+    ``run_dir``)."""
     threads = max(1, (os.cpu_count() or 1) // parallel)
     jobs = [Job(p.case, p.variant, run_dir / p.case.name / p.variant.name, threads, p.ranks)
             for p in planned if not p.not_run]  # fmt: skip
-    outcomes = run_jobs(jobs, parallel)
+    outcomes = run_jobs(jobs, parallel, method)
     for each in planned:
         yield Outcome(not_run=each.not_run) if each.not_run else next(outcomes)[1]
 
@@ -241,7 +246,8 @@ def _print_header(platform: Platform, method: str, preload_s: float, parallel: i
     how = (
         f"forked from one parent (imports took {preload_s:.1f} s)"
         if method == "fork"
-        else ("each in a new interpreter")
+        else "each in a new interpreter"
+        + (" (CUDA is visible: a forked child could not use it)" if platform.cuda_devices else "")
     )
     print(f"variants: fresh process each, {how}, up to {parallel} at a time")
 
