@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 
 import torch
 
@@ -32,6 +33,22 @@ def pick_device() -> torch.device:
     if torch.cuda.is_available():
         return record_device(torch.device("cuda"), torch.cuda.get_device_name(0))
     return record_device(torch.device("cpu"), "no CUDA device visible")
+
+
+def without_cuda() -> torch.device:
+    """The CPU of a host where torch sees no CUDA (a CPU-only wheel, or no GPU), on any machine:
+    a visible GPU is hidden first, which holds only before anything initialised CUDA (a case
+    about such a host calls this before its model is built)."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    if torch.cuda.is_available():
+        raise RuntimeError(
+            "gallery: without_cuda() came after CUDA was initialised in this process: the GPU "
+            "stays visible; call it before anything asks torch for a device"
+        )
+    build = (
+        f"torch {torch.__version__}, built with CUDA {torch.version.cuda}, CUDA available: False"
+    )
+    return record_device(torch.device("cpu"), build)
 
 
 def record_device(device: torch.device, reason: str) -> torch.device:

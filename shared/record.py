@@ -35,12 +35,17 @@ def setting_of(models: dict, autocast=()) -> dict:
     it entered. Facts sorted, as plain data."""
     facts = {}
     for name, model in models.items():
+        # A quantized weight's dtype types its packed bytes (bitsandbytes' quant_storage: uint8
+        # on the CPU, often bfloat16 on CUDA), not its values: its layer's fact stands for it.
         held = {str(p.dtype).removeprefix("torch.") for p in model.parameters()
-                if p.is_floating_point()}  # fmt: skip
-        held |= {f"quantized:{type(m).__name__}" for m in model.modules()
-                 if type(m).__module__.startswith(QUANTIZED_MODULES)}  # fmt: skip
+                if p.is_floating_point() and not _quantized(p)}  # fmt: skip
+        held |= {f"quantized:{type(m).__name__}" for m in model.modules() if _quantized(m)}
         facts[name] = sorted(held)
     return {"models": facts, "autocast": sorted(autocast)}
+
+
+def _quantized(module_or_parameter) -> bool:
+    return type(module_or_parameter).__module__.startswith(QUANTIZED_MODULES)
 
 
 class watch_autocast:  # noqa: N801 - used as a context manager, like torch.autocast

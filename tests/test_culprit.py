@@ -231,3 +231,25 @@ def test_non_finite_guard_names_the_first_gradient_that_went_bad_in_backward():
     with NonFiniteGuard(model) as quiet:
         model(torch.randn(2, 4)).abs().sqrt().sum().backward()
     assert quiet.first_gradient is None and values.first_gradient == found
+
+
+def test_a_setting_counts_a_quantized_weight_by_its_layer_not_its_storage_dtype():
+    """bitsandbytes types a 4-bit weight's packed bytes with quant_storage (bfloat16 on CUDA in
+    qlora-merge-4bit, uint8 on the CPU): the setting names the layer, not a bfloat16 model, so a
+    fix's setting compares the same on both devices."""
+    from shared.record import setting_of
+
+    packed = type("Params4bit", (nn.Parameter,), {"__module__": "bitsandbytes.nn.modules"})
+    layer = type("Linear4bit", (nn.Linear,), {"__module__": "bitsandbytes.nn.modules"})(4, 4)
+    layer.weight = packed(torch.zeros(8, 1, dtype=torch.bfloat16), requires_grad=False)
+    model = nn.Sequential(layer, nn.LayerNorm(4))
+    assert setting_of({"model": model}) == {
+        "models": {"model": ["float32", "quantized:Linear4bit"]},
+        "autocast": [],
+    }
+    model[1].to(torch.bfloat16)  # a real bfloat16 parameter still counts
+    assert setting_of({"model": model})["models"]["model"] == [
+        "bfloat16",
+        "float32",
+        "quantized:Linear4bit",
+    ]

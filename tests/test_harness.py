@@ -544,7 +544,7 @@ def test_variants_are_spawned_where_a_cuda_gpu_is_visible(monkeypatch):
 
     monkeypatch.setattr(steps, "probe_cuda", probe)
     monkeypatch.setattr(steps, "_unimportable", unimportable)
-    for setting, method in ((None, "spawn"), ("fork", "fork")):
+    for setting in (None, "fork"):
         if setting:
             monkeypatch.setenv("GALLERY_START", setting)
         with pytest.raises(UsageError):

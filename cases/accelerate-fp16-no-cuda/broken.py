@@ -3,11 +3,11 @@ GPU): accelerate <= 0.15 refuses, `ValueError: fp16 mixed precision requires a G
 
 import torch
 from accelerate import Accelerator
-from tiny_accelerate_fp16_no_cuda import example_input_ids, linear_outputs, tiny_model, torch_build
+from tiny_accelerate_fp16_no_cuda import example_input_ids, linear_outputs, tiny_model
 
-from shared.checks import record_device
+from shared.checks import without_cuda
 
-record_device(torch.device("cpu"), torch_build())
+without_cuda()  # this case's host on any machine: torch sees no CUDA
 model = tiny_model()
 input_ids = example_input_ids()
 

@@ -8,13 +8,12 @@ from tiny_accelerate_fp16_no_cuda import (
     example_input_ids,
     linear_outputs,
     tiny_model,
-    torch_build,
 )
 from transformers import Trainer, TrainingArguments
 
-from shared.checks import check_that, compare_to_reference, record_device
+from shared.checks import check_that, compare_to_reference, without_cuda
 
-record_device(torch.device("cpu"), torch_build())
+without_cuda()  # this case's host on any machine: torch sees no CUDA
 model = tiny_model()
 input_ids = example_input_ids()[:1]  # one example: the step's batch, in a known order
 

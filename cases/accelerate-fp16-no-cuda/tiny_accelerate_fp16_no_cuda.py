@@ -22,14 +22,6 @@ def tiny_model() -> LlamaForCausalLM:
     return LlamaForCausalLM(config)
 
 
-def torch_build() -> str:
-    """What the installed torch is built for and sees: a CPU-only wheel says CUDA None."""
-    return (
-        f"torch {torch.__version__}, built with CUDA {torch.version.cuda}, "
-        f"CUDA available: {torch.cuda.is_available()}"
-    )
-
-
 def example_input_ids() -> torch.Tensor:
     """A batch of 2 sequences of 16 token ids, as a tokenizer gives it."""
     return torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(1))
@@ -46,5 +38,3 @@ class TokenDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
         return {"input_ids": self.input_ids[index], "labels": self.input_ids[index]}
-
-

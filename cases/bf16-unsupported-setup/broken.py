@@ -3,19 +3,17 @@ transformers >= 4.52 refuses, `ValueError: Your setup doesn't support bf16/gpu.`
 
 import tempfile
 
-import torch
 from tiny_bf16_unsupported_setup import (
     TokenDataset,
     example_input_ids,
     linear_outputs,
     tiny_model,
-    torch_build,
 )
 from transformers import Trainer, TrainingArguments
 
-from shared.checks import record_device
+from shared.checks import without_cuda
 
-record_device(torch.device("cpu"), torch_build())
+without_cuda()  # this case's host on any machine: torch sees no CUDA
 model = tiny_model()
 input_ids = example_input_ids()
 

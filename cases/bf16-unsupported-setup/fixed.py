@@ -9,13 +9,12 @@ from tiny_bf16_unsupported_setup import (
     example_input_ids,
     linear_outputs,
     tiny_model,
-    torch_build,
 )
 from transformers import Trainer, TrainingArguments
 
-from shared.checks import record_device
+from shared.checks import without_cuda
 
-record_device(torch.device("cpu"), torch_build())
+without_cuda()  # this case's host on any machine: torch sees no CUDA
 model = tiny_model()
 input_ids = example_input_ids()
 

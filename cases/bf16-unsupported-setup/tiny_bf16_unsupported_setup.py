@@ -27,14 +27,6 @@ def tiny_model() -> LlamaForCausalLM:
     return LlamaForCausalLM(tiny_llama_config())
 
 
-def torch_build() -> str:
-    """What the installed torch is built for and sees: a CPU-only host says CUDA available False."""
-    return (
-        f"torch {torch.__version__}, built with CUDA {torch.version.cuda}, "
-        f"CUDA available: {torch.cuda.is_available()}"
-    )
-
-
 def example_input_ids() -> torch.Tensor:
     """One sequence of 16 token ids, as a tokenizer gives it: the step's whole batch."""
     return torch.randint(0, 64, (1, 16), generator=torch.Generator().manual_seed(1))
