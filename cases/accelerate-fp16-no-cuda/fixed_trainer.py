@@ -2,18 +2,21 @@
 
 import tempfile
 
-import torch
-from tiny_accelerate_fp16_no_cuda import (
+from shared.checks import check_that, compare_to_reference, without_cuda
+
+# This case's host on any machine: torch sees no CUDA. The GPU is hidden before any library is
+# imported: some initialise CUDA on import (transformers' Trainer imports bitsandbytes).
+without_cuda()
+
+import torch  # noqa: E402
+from tiny_accelerate_fp16_no_cuda import (  # noqa: E402
     TokenDataset,
     example_input_ids,
     linear_outputs,
     tiny_model,
 )
-from transformers import Trainer, TrainingArguments
+from transformers import Trainer, TrainingArguments  # noqa: E402
 
-from shared.checks import check_that, compare_to_reference, without_cuda
-
-without_cuda()  # this case's host on any machine: torch sees no CUDA
 model = tiny_model()
 input_ids = example_input_ids()[:1]  # one example: the step's batch, in a known order
 

@@ -3,17 +3,20 @@ transformers >= 4.52 refuses, `ValueError: Your setup doesn't support bf16/gpu.`
 
 import tempfile
 
-from tiny_bf16_unsupported_setup import (
+from shared.checks import without_cuda
+
+# This case's host on any machine: torch sees no CUDA. The GPU is hidden before any library is
+# imported: some initialise CUDA on import (transformers' Trainer imports bitsandbytes).
+without_cuda()
+
+from tiny_bf16_unsupported_setup import (  # noqa: E402
     TokenDataset,
     example_input_ids,
     linear_outputs,
     tiny_model,
 )
-from transformers import Trainer, TrainingArguments
+from transformers import Trainer, TrainingArguments  # noqa: E402
 
-from shared.checks import without_cuda
-
-without_cuda()  # this case's host on any machine: torch sees no CUDA
 model = tiny_model()
 input_ids = example_input_ids()
 

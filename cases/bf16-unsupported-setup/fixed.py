@@ -2,19 +2,22 @@
 
 import tempfile
 
-import torch
-from tiny_bf16_unsupported_setup import (
+from shared.checks import without_cuda
+
+# This case's host on any machine: torch sees no CUDA. The GPU is hidden before any library is
+# imported: some initialise CUDA on import (transformers' Trainer imports bitsandbytes).
+without_cuda()
+
+import torch  # noqa: E402
+from tiny_bf16_unsupported_setup import (  # noqa: E402
     TokenDataset,
     check_against_float32,
     example_input_ids,
     linear_outputs,
     tiny_model,
 )
-from transformers import Trainer, TrainingArguments
+from transformers import Trainer, TrainingArguments  # noqa: E402
 
-from shared.checks import without_cuda
-
-without_cuda()  # this case's host on any machine: torch sees no CUDA
 model = tiny_model()
 input_ids = example_input_ids()
 

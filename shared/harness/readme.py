@@ -86,12 +86,14 @@ def changes_with(case: Case) -> str:
         for condition in variant.conditions:
             if not condition.packages:
                 continue
-            where = ", ".join(f"{name} {spec}" for name, spec in condition.packages.items()
-                              if name in VERSIONED_PACKAGES)  # fmt: skip
-            expect = condition.expectation.expect
-            outcome = ("worded differently" if expect == variant.expectation.expect
-                       else OUTCOMES[expect])  # fmt: skip
-            parts.append(f"`{variant.name}` {outcome} on {where}")
+            expected, base = condition.expectation, variant.expectation
+            if expected.expect != base.expect:
+                outcome = OUTCOMES[expected.expect]
+            elif expected.error != base.error:
+                outcome = f"raises {expected.error.rsplit('.', 1)[-1]}"
+            else:
+                outcome = "worded differently"
+            parts.append(f"`{variant.name}` {outcome} on {_where(condition)}")
     return "; ".join(parts) or "—"
 
 
