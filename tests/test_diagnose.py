@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -113,13 +114,25 @@ PROFILED = [
 ]
 
 
+@pytest.fixture(scope="module")
+def profiled_runs(tmp_path_factory) -> dict:
+    """Each PROFILED variant diagnosed by hand, all in one pool (each run is mostly the import of
+    torch and the libraries): {variant: (process, record)}."""
+
+    def run(variant: str):
+        folder = tmp_path_factory.mktemp(variant.replace("/", "-"))
+        return diagnose(str(ROOT / "cases" / f"{variant}.py"), cwd=ROOT, tmp_path=folder)
+
+    variants = [variant for variant, _ in PROFILED]
+    # One run per core this process may use, two at least, four at most (each holds ~1 GB).
+    workers = min(4, max(2, len(os.sched_getaffinity(0))))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(variants, pool.map(run, variants), strict=True))
+
+
 @pytest.mark.parametrize(("variant", "kind"), PROFILED)
-def test_a_hazard_only_a_profile_watcher_sees_is_named_by_hand(tmp_path, variant, kind):
-    if variant.startswith("bf16-unsupported-setup/"):
-        available = pytest.importorskip("transformers.utils.import_utils")
-        if available.is_torch_bf16_gpu_available():
-            pytest.skip("a device here runs bfloat16: the setup is not the hazard")
-    process, record = diagnose(str(ROOT / "cases" / f"{variant}.py"), cwd=ROOT, tmp_path=tmp_path)
+def test_a_hazard_only_a_profile_watcher_sees_is_named_by_hand(profiled_runs, variant, kind):
+    process, record = profiled_runs[variant]
     assert record is not None, process.stderr
     problem = record["problem"]
     if kind is None:

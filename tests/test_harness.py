@@ -680,49 +680,58 @@ def test_a_case_preloads_only_what_it_imports(tmp_path):
     assert run.stdout.split() == ["torch", "numpy"], run.stdout + run.stderr
 
 
-def _stripped_copy(tmp_path: Path, case: str, script: str, old: str, new: str) -> Path:
-    """A copy of a real case whose ``script`` has ``old`` replaced by ``new``: a fix as a careless
-    contributor might leave it (the copy is temporary, never a committed case)."""
-    cases_dir = tmp_path / "cases"
+def _strip(cases_dir: Path, case: str, script: str, old: str, new: str) -> None:
+    """Copy a real case into ``cases_dir`` with ``old`` replaced by ``new`` in ``script``: a fix
+    as a careless contributor might leave it (the copy is temporary, never a committed case)."""
     shutil.copytree(ROOT / "cases" / case, cases_dir / case)
     path = cases_dir / case / script
     source = path.read_text(encoding="utf-8")
     assert old in source, f"{case}/{script} no longer holds {old!r}: update this test"
     path.write_text(source.replace(old, new), encoding="utf-8")
-    return cases_dir
 
 
-@pytest.mark.parametrize(
-    ("case", "broken", "fixed", "old", "new", "dropped"),
-    [
-        # Its float16 cast removed: everything runs float32, the merge never mismatches.
-        ("index-put-embed-merge", "broken_fp16_upcast_norm", "fixed_fp16_upcast_norm",
-         "model.to(torch.float16)\n", "", "`model` drops float16"),
-        # Loaded without 4-bit quantization: no bitsandbytes layer is ever moved.
-        ("bnb-quantized-to", "broken_device", "fixed_device",
-         "model = load_4bit(checkpoint, device, torch.float32)",
-         "from transformers import LlamaForCausalLM\n"
-         "model = LlamaForCausalLM.from_pretrained(checkpoint).to(device)",
-         "`model` drops quantized:Linear4bit"),
-    ],
-)  # fmt: skip
-def test_a_fix_stripped_of_its_setting_fails(tmp_path, case, broken, fixed, old, new, dropped):
+# (case, broken, fixed, what the fix loses, replaced by, what the verdict says it dropped)
+STRIPPED = [
+    # Its float16 cast removed: everything runs float32, the merge never mismatches.
+    ("index-put-embed-merge", "broken_fp16_upcast_norm", "fixed_fp16_upcast_norm",
+     "model.to(torch.float16)\n", "", "`model` drops float16"),
+    # Loaded without 4-bit quantization: no bitsandbytes layer is ever moved.
+    ("bnb-quantized-to", "broken_device", "fixed_device",
+     "model = load_4bit(checkpoint, device, torch.float32)",
+     "from transformers import LlamaForCausalLM\n"
+     "model = LlamaForCausalLM.from_pretrained(checkpoint).to(device)",
+     "`model` drops quantized:Linear4bit"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def stripped_run(tmp_path_factory):
+    """One run of every STRIPPED pair, each fix stripped: (process, report folder)."""
+    cases_dir = tmp_path_factory.mktemp("stripped") / "cases"
+    only = []
+    for case, broken, fixed, old, new, _ in STRIPPED:
+        _strip(cases_dir, case, f"{fixed}.py", old, new)
+        only += ["--only", f"{case}/{broken}", "--only", f"{case}/{fixed}"]
+    report_dir = cases_dir.parent / "reports"
+    cases = [case for case, *_ in STRIPPED]
+    return run_gallery(
+        *cases, "--cases-dir", str(cases_dir), *only, report_dir=report_dir
+    ), report_dir
+
+
+@pytest.mark.parametrize(("case", "broken", "fixed", "old", "new", "dropped"), STRIPPED)
+def test_a_fix_stripped_of_its_setting_fails(
+    stripped_run, gallery, case, broken, fixed, old, new, dropped
+):
     """A fixed variant that passes its checks without the setting its broken twin fails in (the
     half weights, the quantized layers) is FIX-FAILED, naming what it dropped; the same fix as
-    committed passes in the same run."""
-    cases_dir = _stripped_copy(tmp_path, case, f"{fixed}.py", old, new)
-    run = run_gallery(
-        case, "--cases-dir", str(cases_dir), "--only", broken, "--only", fixed,
-        report_dir=tmp_path / "stripped",
-    )  # fmt: skip
-    stripped = read_report(tmp_path / "stripped", case)
+    committed passed in the gallery run, in its twin's setting."""
+    run, report_dir = stripped_run
+    stripped = read_report(report_dir, case)
     assert stripped[fixed]["kind"] == "FIX-FAILED", run.stdout[-3000:]
     assert f"ran another setting than {broken}" in stripped[fixed]["detail"]
     assert dropped in stripped[fixed]["detail"]
     assert run.returncode == 1
-    as_committed = run_gallery(
-        case, "--only", broken, "--only", fixed, report_dir=tmp_path / "committed"
-    )
-    committed = read_report(tmp_path / "committed", case)
-    assert committed[fixed]["kind"] == "PASSED", as_committed.stdout[-3000:]
+    committed = gallery.report(case)
+    assert committed[fixed]["kind"] == "PASSED", gallery.evidence()
     assert committed[fixed]["setting"]["models"] == committed[broken]["setting"]["models"]
