@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from helpers import case_toml
 
 from shared.harness import case, kinds, libraries, verdicts
@@ -437,3 +438,23 @@ def test_the_library_table_names_each_distribution_and_module_once():
     assert "PIL" in libraries.STACK_IMPORTS and "optimi" not in libraries.STACK_IMPORTS
     assert libraries.NOT_PRELOADED == ("bitsandbytes",)
     assert {lib.role for lib in libraries.LIBRARIES} == set(libraries.ROLES)
+
+
+def test_the_cases_group_pins_exactly_the_libraries_a_case_may_import():
+    """pyproject.toml's `cases` group (what `nox -s case-*`, the Docker image and the offline
+    recipe install) pins each library a case may import (versioned or declared) to one release,
+    and names no package the library table does not know."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    pins = {}
+    for line in pyproject["dependency-groups"]["cases"]:
+        requirement = Requirement(line)
+        pins[requirement.name] = requirement.specifier
+    assert set(pins) <= set(libraries.BY_NAME), sorted(set(pins) - set(libraries.BY_NAME))
+    for name in libraries.CASE_LIBRARIES:
+        assert name in pins, f"{name} is a case library but the cases group does not pin it"
+        (spec,) = pins[name]
+        assert spec.operator == "==", f"{name}: pinned with {spec}, not one release"
