@@ -74,7 +74,9 @@ def test_a_clean_script_gets_no_problem(tmp_path):
 def test_a_projects_own_shared_package_is_its_own(tmp_path):
     project = SCRIPTS / "project_with_shared"
     # Run from the project (its `shared` first on sys.path), by the name no project shadows...
-    process, record = diagnose("train.py", cwd=project, module="gallery_diagnose", tmp_path=tmp_path)
+    process, record = diagnose(
+        "train.py", cwd=project, module="gallery_diagnose", tmp_path=tmp_path
+    )
     assert process.stdout == "shared is the user's project\n", process.stderr
     assert process.returncode == 3 and record["problem"] is None
     # ... and as `python -m shared.culprit run` from elsewhere: the script's folder comes first.
@@ -196,3 +198,40 @@ def test_every_broken_variant_names_its_case_and_every_fixed_one_nothing(gallery
                 wrong.append(f"{case}/{variant['name']}: culprit {problem['module']}")
     missed = {line.split(":")[0] for line in wrong}
     assert missed == KNOWN_MISSES, "\n".join(wrong)
+
+
+def _raised_in_library(tmp_path: Path, path: str, function: str, error: str) -> BaseException:
+    """``error`` raised by ``function`` of a file at ``site-packages/<path>``: the traceback a
+    library's own check leaves (nothing of the library is imported)."""
+    source = tmp_path / "site-packages" / path
+    source.parent.mkdir(parents=True)
+    source.write_text(f"def {function}():\n    raise {error}\n", encoding="utf-8")
+    namespace: dict = {}
+    exec(compile(source.read_text(encoding="utf-8"), str(source), "exec"), namespace)
+    try:
+        namespace[function]()
+    except Exception as exc:  # noqa: BLE001 - the exception is the test's subject
+        return exc
+    raise AssertionError("nothing raised")
+
+
+def test_an_error_no_watcher_explains_is_named_by_the_case_that_documents_it(tmp_path):
+    """The fallback when no watcher saw the cause: an error whose type, message and raise site
+    one case documents names that case (its own check refused the call); the same message
+    raised anywhere else names nothing."""
+    from shared.culprit.diagnose import _documented_error
+
+    message = "ValueError(\"Your setup doesn't support bf16/gpu.\")"
+    refused = _raised_in_library(tmp_path / "a", "transformers/training_args.py",
+                                 "_validate_args", message)  # fmt: skip
+    problem = _documented_error(refused)
+    assert problem is not None
+    assert (problem.kind, problem.case) == ("documented-error", "bf16-unsupported-setup")
+    assert problem.module == "transformers/training_args.py:_validate_args"
+    elsewhere = _raised_in_library(tmp_path / "b", "mylib/train.py", "_validate_args", message)
+    assert _documented_error(elsewhere) is None
+    qualified = _raised_in_library(
+        tmp_path / "c", "transformers/generation/utils.py", "_sample",
+        "__import__('torch').AcceleratorError('CUDA error: device-side assert triggered')",
+    )  # fmt: skip
+    assert _documented_error(qualified).case == "gemma3-fp16-overflow"

@@ -63,7 +63,8 @@ SPAWN_EVENTS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec"
 class Problem:
     """What went wrong first, where, by which mechanism, and the case that documents it."""
 
-    kind: str  # "mismatch", "failed-op", "non-finite", "non-finite-gradient", a hazard kind, "error"
+    # "mismatch", "failed-op", "non-finite", "non-finite-gradient", a hazard kind, "error"
+    kind: str
     module: str  # dotted path from the outermost model, or the op's name
     file: str  # where: the module's creation, or the call's line
     line: int | None
@@ -404,7 +405,8 @@ def _owned_placement(raised: BaseException) -> Problem | None:
             if offloaded and len(set(map(str, device_map.values()))) > 1 or "disk" in offloaded:
                 mechanism, what = "offload-moved", f"device_map offloads to {', '.join(offloaded)}"
             elif quantized or getattr(owner, "is_quantized", False):
-                mechanism, what = "quantized-moved", f"{', '.join(quantized) or 'quantized'} weights"
+                what = f"{', '.join(quantized) or 'quantized'} weights"
+                mechanism = "quantized-moved"
             else:
                 tb = tb.tb_next
                 continue
@@ -430,7 +432,10 @@ def _documented_error(raised: BaseException) -> Problem | None:
         tb = tb.tb_next
     matched = {}
     for case, error, messages, sites in _documented_errors():
-        if error != type(raised).__name__ or not any(re.search(m, text) for m in messages):
+        # case.toml names a type plainly or qualified ("torch.AcceleratorError")
+        if error.rsplit(".", 1)[-1] != type(raised).__name__:
+            continue
+        if not any(re.search(m, text) for m in messages):
             continue
         site = next((f for f in reversed(frames) if any(re.search(s, f) for s in sites)), None)
         if site:
@@ -708,7 +713,7 @@ def _from_script(tb):
         if not tb.tb_frame.f_locals.get("__tracebackhide__"):
             shown.append(tb)
         tb = tb.tb_next
-    for outer, inner in zip(shown, shown[1:]):
+    for outer, inner in zip(shown, shown[1:], strict=False):
         outer.tb_next = inner
     if shown:
         shown[-1].tb_next = None
