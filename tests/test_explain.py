@@ -356,6 +356,20 @@ def test_a_near_miss_names_no_case_and_exits_with_no_match(text):
     assert run.stdout.startswith("no documented case; closest: none")
 
 
+@pytest.mark.parametrize("text", [
+    "RuntimeError: CUDA error: device-side assert triggered",
+    "torch.AcceleratorError: CUDA error: device-side assert triggered\n"
+    "CUDA kernel errors might be asynchronously reported at some other API call",
+])  # fmt: skip
+def test_a_device_side_assert_alone_names_no_case_and_no_family(text):
+    """The line a CUDA kernel's assert leaves names no failure (gemma3-fp16-overflow documents it
+    on CUDA, as any case whose kernel asserts could): no case, no family, and the answer says
+    where the failure is told."""
+    found = first(text)
+    assert (found.kind, found.family, found.candidates) == ("none", "", []), found
+    assert "CUDA_LAUNCH_BLOCKING=1" in run_explain(text).stdout
+
+
 def test_the_answer_is_short_and_whole():
     run = run_explain("--file", "-", stdin="ValueError: Attempting to unscale FP16 gradients.\n"
                       "torch==2.1.0 peft==0.10.0")  # fmt: skip

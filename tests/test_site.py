@@ -338,6 +338,7 @@ def search_texts() -> list[str]:
         "my SDXL pipeline gives a black image",
         "ValueError : Attemting to unscale fp16 Gradients",
         "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+        "torch.AcceleratorError: CUDA error: device-side assert triggered",
         "RuntimeError: Input type (torch.FloatTensor) and weight type\n(torch.cuda.FloatTensor) "
         "should be the same",  # wrapped over two lines
         "RuntimeError: Index put requires the source and destination dtypes match, got Half for "

@@ -82,8 +82,9 @@ def not_failing(case: Case) -> dict[str, list[list[list[str]]]]:
 
 
 def describe(found: Answer, catalog: Catalog, text: str, matrix_dir: Path = MATRIX_DIR) -> str:
-    if found.kind == "none":
-        return "no documented case; closest: none\n" + RUN_DIAGNOSE
+    if found.kind == "none":  # what told it apart, where it is more than that nothing fits
+        said = "" if found.sureness == "nothing fits" else f"\n  {found.sureness}"
+        return f"no documented case; closest: none{said}\n" + RUN_DIAGNOSE
     if found.kind == "family":
         return describe_family(found)
     if found.kind == "differential":

@@ -8,7 +8,14 @@ from shared.harness.explain.answer import Answer, Hit
 from shared.harness.explain.messages import same_wording
 from shared.harness.explain.parse import Paste
 from shared.harness.explain.store import Catalog, bm25_scores, names_subject
-from shared.harness.explain.text import FAMILY_MIN_SCORE, SYMPTOM_MIN_SCORE, message_family, stems
+from shared.harness.explain.text import (
+    FAMILY_MIN_SCORE,
+    NAMES_NOTHING,
+    NAMES_NOTHING_WHY,
+    SYMPTOM_MIN_SCORE,
+    message_family,
+    stems,
+)
 
 
 def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
@@ -33,6 +40,8 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
             found.candidates = same_wording(line, catalog)
             found.by_wording = True
             return found
+    if any(NAMES_NOTHING.search(line) for line in paste.lines):  # any family would be a guess
+        return Answer("none", "", NAMES_NOTHING_WHY, step="abstain")
     unknown_error = bool(paste.last_exception)
     scores = bm25_scores(catalog.case_docs, paste.query)
     ranked = sorted(scores, key=lambda n: (-scores[n], n))

@@ -23,6 +23,8 @@ from shared.harness.explain.text import (
     FAMILY_MIN_SCORE,
     INTEGER_DTYPES,
     MIN_CORRECTABLE,
+    NAMES_NOTHING,
+    NAMES_NOTHING_WHY,
     PASTED_VERSION,
     SD2,
     SPELLING_CUTOFF,
@@ -51,6 +53,8 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "families": {f: family_description(f) for f in sorted({*FAMILIES, *EXTRA_FAMILIES})},
         "family_messages": FAMILY_MESSAGES,
         "unordered": UNORDERED.pattern,
+        "names_nothing": NAMES_NOTHING.pattern,  # case-insensitive
+        "names_nothing_why": NAMES_NOTHING_WHY,
         "sd2": SD2.pattern,  # case-insensitive
         "integer_dtypes": INTEGER_DTYPES.pattern,
         "synonyms": SYNONYMS,

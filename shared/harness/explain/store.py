@@ -14,6 +14,7 @@ from shared.harness.explain.text import (
     DTYPE_WORDS,
     MIN_CORRECTABLE,
     NOT_SUBJECT,
+    NAMES_NOTHING,
     literal,
     shape,
     stems,
@@ -66,6 +67,8 @@ def signatures(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> list[Signatu
                 if expectation.expect not in FAILURES or not expectation.messages:
                     continue
                 texts = [literal(p) for p in expectation.messages]
+                if all(NAMES_NOTHING.search(text) for text in texts):
+                    continue
                 if not where:
                     texts += sorted(seen.get((case.name, variant.name), ()))
                 found.append(Signature(

@@ -487,6 +487,11 @@
         const [family] = messageFamily(line);
         if (family) return { ...familyAnswer(family, "its message"), candidates: sameWording(line) };
       }
+      const namesNothing = new RegExp(index.names_nothing, "i");
+      if (paste.lines.some((line) => namesNothing.test(line))) {  // any family would be a guess
+        return { step: "abstain", kind: "none", name: "", family: "", candidates: [],
+          sureness: index.names_nothing_why, questions: [] };
+      }
       const unknownError = Boolean(paste.lastException);
       const scores = bm25(index.case_bm25, paste.query);
       const ranked = Object.keys(scores).sort((a, b) => scores[b] - scores[a] || byName(a, b));
@@ -535,7 +540,8 @@
     list.dataset.step = found.step;  // the step that answered: claims, differential, abstain
     const diagnose = `Run it under diagnose: ${index.diagnose}`;
     if (found.kind === "none") {
-      status.textContent = "no documented case; closest: none. " + diagnose;
+      const said = found.sureness === "nothing fits" ? "" : ` (${found.sureness})`;
+      status.textContent = `no documented case; closest: none${said}. ` + diagnose;
       return;
     }
     const item = document.createElement("li");
