@@ -289,6 +289,11 @@ MECHANISMS = {
     ),
 }  # fmt: skip
 
+# Error messages that name no failure: a CUDA kernel's assert is reported at the next
+# synchronisation as this line alone (the assertion printed above it says what failed). A case
+# documenting one on some device is never named by it (by `explain`, or diagnose's fallback).
+NAMES_NOTHING = re.compile(r"cuda error: device-side assert triggered", re.IGNORECASE)
+
 # Where one case documents a finding more closely than its mechanism's (or hazard's) own case:
 # (finding, regex over the module path or op, case). A mismatch is first matched against every
 # variant's documented `culprit` (case.toml) that names a path.

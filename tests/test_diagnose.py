@@ -230,8 +230,9 @@ def test_an_error_no_watcher_explains_is_named_by_the_case_that_documents_it(tmp
     assert problem.module == "transformers/training_args.py:_validate_args"
     elsewhere = _raised_in_library(tmp_path / "b", "mylib/train.py", "_validate_args", message)
     assert _documented_error(elsewhere) is None
-    qualified = _raised_in_library(
+    # gemma3-fp16-overflow documents this wording on CUDA, but a kernel's assert names nothing
+    kernel_assert = _raised_in_library(
         tmp_path / "c", "transformers/generation/utils.py", "_sample",
         "__import__('torch').AcceleratorError('CUDA error: device-side assert triggered')",
     )  # fmt: skip
-    assert _documented_error(qualified).case == "gemma3-fp16-overflow"
+    assert _documented_error(kernel_assert) is None

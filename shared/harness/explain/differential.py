@@ -10,12 +10,12 @@ from shared.harness.explain.parse import Paste
 from shared.harness.explain.store import Catalog, bm25_scores, names_subject
 from shared.harness.explain.text import (
     FAMILY_MIN_SCORE,
-    NAMES_NOTHING,
     NAMES_NOTHING_WHY,
     SYMPTOM_MIN_SCORE,
     message_family,
     stems,
 )
+from shared.hazards import NAMES_NOTHING
 
 
 def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:

@@ -23,7 +23,6 @@ from shared.harness.explain.text import (
     FAMILY_MIN_SCORE,
     INTEGER_DTYPES,
     MIN_CORRECTABLE,
-    NAMES_NOTHING,
     NAMES_NOTHING_WHY,
     PASTED_VERSION,
     SD2,
@@ -35,6 +34,7 @@ from shared.harness.explain.text import (
     WARNING_SITE,
 )
 from shared.harness.paths import MATRIX_DIR
+from shared.hazards import NAMES_NOTHING
 
 
 def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:

@@ -14,7 +14,6 @@ from shared.harness.explain.text import (
     DTYPE_WORDS,
     MIN_CORRECTABLE,
     NOT_SUBJECT,
-    NAMES_NOTHING,
     literal,
     shape,
     stems,
@@ -23,6 +22,7 @@ from shared.harness.explain.text import (
 from shared.harness.kinds import REPRODUCED
 from shared.harness.matrix import all_rows, stored_bisections
 from shared.harness.paths import MATRIX_DIR
+from shared.hazards import NAMES_NOTHING
 
 # Families a case may not exist for yet: their answers are given all the same.
 EXTRA_FAMILIES = {

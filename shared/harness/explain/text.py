@@ -48,10 +48,6 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("quantization", r"\.to`? is not supported for `?4-bit`? or `?8-bit", False),
     ("quantization", r"cannot merge lora layers when the model is loaded in 8-bit", False),
 )
-# Messages that name no failure: a CUDA kernel's assert is reported at the next synchronisation
-# as this line alone (the assertion printed above it says what failed). A case documenting one on
-# some device is never found by it.
-NAMES_NOTHING = re.compile(r"cuda error: device-side assert triggered", re.IGNORECASE)
 NAMES_NOTHING_WHY = ("a CUDA device-side assert names no failure: the assertion printed above "
                      "it (or a run with CUDA_LAUNCH_BLOCKING=1) says which")
 # Messages that keep no direction: the order of the two dtypes is the order met, not a role.
