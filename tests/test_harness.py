@@ -534,15 +534,15 @@ def test_variants_are_spawned_where_a_cuda_gpu_is_visible(monkeypatch):
     assert (start_method(cuda_visible=False), start_method(cuda_visible=True)) == ("fork", "spawn")
     order: list[str] = []
 
-    def probe():
+    def start_probe():
         order.append("probe")
-        return ["NVIDIA Test GPU"]
+        return lambda: ["NVIDIA Test GPU"]
 
     def unimportable(cases, method):
         order.append(method)
         raise UsageError("stop before anything runs")
 
-    monkeypatch.setattr(steps, "probe_cuda", probe)
+    monkeypatch.setattr(steps, "start_cuda_probe", start_probe)
     monkeypatch.setattr(steps, "_unimportable", unimportable)
     for setting in (None, "fork"):
         if setting:

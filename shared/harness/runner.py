@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,17 +120,16 @@ def _imports_in(path: Path, functions: tuple[str, ...] = ()) -> list[tuple[str, 
     return imports
 
 
-def probe_cuda() -> list[str]:
-    """Names of the visible CUDA GPUs, asked in a child process.
-
-    The parent must never initialise CUDA: a child forked after that could not use the GPU.
-    """
+def start_cuda_probe() -> Callable[[], list[str]]:
+    """Ask a child process for the names of the visible CUDA GPUs; return the function that
+    waits for its answer. Started before the parent imports anything: the parent must never
+    initialise CUDA before it forks, and the child's own import of torch runs meanwhile."""
     if start_method() == "spawn":
         code = "import json, shared.harness.runner as r; print(json.dumps(r._cuda_names()))"
-        names = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True
-        ).stdout
-        return json.loads(names)
+        child = subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT
+        )
+        return lambda: json.loads(child.communicate()[0] or "[]")
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -140,10 +139,14 @@ def probe_cuda() -> list[str]:
         finally:
             os._exit(0)
     os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        names = pipe.read()
-    os.waitpid(pid, 0)
-    return json.loads(names or b"[]")
+
+    def names() -> list[str]:
+        with os.fdopen(read_end, "rb") as pipe:
+            answer = pipe.read()
+        os.waitpid(pid, 0)
+        return json.loads(answer or b"[]")
+
+    return names
 
 
 def _cuda_names() -> list[str]:

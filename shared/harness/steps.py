@@ -9,9 +9,11 @@ The facts a line shows beyond the verdict (where a failure absent here is shown 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import functools
+import importlib
 import os
 import platform as python_platform
 import shutil
@@ -45,8 +47,8 @@ from shared.harness.runner import (
     Job,
     library_imports,
     preload,
-    probe_cuda,
     run_jobs,
+    start_cuda_probe,
     start_method,
 )
 from shared.harness.verdicts import (
@@ -62,8 +64,14 @@ def run(cases: list[Case], parallel: int, report_dir: Path, require_cuda: bool =
     header, then the steps. The steps after the plan are lazy: each verdict is printed as soon as
     its variant (and those before it) finished."""
     started = time.perf_counter()
-    # Asked first, in a child, before the parent imports anything that could initialise CUDA.
-    cuda_names = tuple(probe_cuda())
+    # The GPU is asked in a child started before the parent imports anything that could
+    # initialise CUDA; torch (whose import initialises nothing) is imported meanwhile where the
+    # variants may be forked (a failure is preload's to report).
+    cuda_probe = start_cuda_probe()
+    if start_method() == "fork":
+        with contextlib.suppress(Exception):
+            importlib.import_module("torch")
+    cuda_names = tuple(cuda_probe())
     method = start_method(cuda_visible=bool(cuda_names))
     failures = _unimportable(cases, method)
     if failures:  # each on a line of its own, as UsageError's lines are shown
