@@ -370,6 +370,24 @@ def test_a_device_side_assert_alone_names_no_case_and_no_family(text):
     assert "CUDA_LAUNCH_BLOCKING=1" in run_explain(text).stdout
 
 
+SAMPLING_NAN = """Traceback (most recent call last):
+  File "/home/u/chat.py", line 20, in <module>
+    out = model.generate(**inputs, do_sample=True)
+  File "/usr/lib/python3.10/site-packages/transformers/generation/utils.py", line 3249, in _sample
+    next_tokens = torch.multinomial(probs, num_samples=1).squeeze(1)
+RuntimeError: probability tensor contains either `inf`, `nan` or element < 0
+"""
+
+
+def test_a_raise_site_every_model_passes_through_ties_no_case():
+    """Every model samples in transformers' _sample: the raise site gemma3-fp16-overflow
+    documents there decides nothing (a differential naming it); the model's name does."""
+    found = first(SAMPLING_NAN)
+    assert (found.kind, found.candidates[:1]) == ("differential", ["gemma3-fp16-overflow"]), found
+    named = first(SAMPLING_NAN.replace("chat.py", "gemma3_chat.py") + "Gemma 3 in float16\n")
+    assert (named.kind, named.name) == ("case", "gemma3-fp16-overflow"), named
+
+
 def test_the_answer_is_short_and_whole():
     run = run_explain("--file", "-", stdin="ValueError: Attempting to unscale FP16 gradients.\n"
                       "torch==2.1.0 peft==0.10.0")  # fmt: skip

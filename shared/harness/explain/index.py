@@ -10,6 +10,7 @@ from shared.harness.case import FAILURES, FAMILIES, Case
 from shared.harness.explain.claims import USUAL_CAUSE
 from shared.harness.explain.describe import fix_statement, not_failing
 from shared.harness.explain.differential import DIAGNOSE, DIFFERENTIAL_SIZE, asks
+from shared.harness.explain.messages import SHARED_SITES
 from shared.harness.explain.store import (
     EXTRA_FAMILIES,
     bm25_table,
@@ -53,6 +54,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "families": {f: family_description(f) for f in sorted({*FAMILIES, *EXTRA_FAMILIES})},
         "family_messages": FAMILY_MESSAGES,
         "unordered": UNORDERED.pattern,
+        "shared_sites": SHARED_SITES,
         "names_nothing": NAMES_NOTHING.pattern,  # case-insensitive
         "names_nothing_why": NAMES_NOTHING_WHY,
         "sd2": SD2.pattern,  # case-insensitive

@@ -18,12 +18,15 @@ from shared.harness.explain.text import (
 )
 
 ANCHORS = ("raise site", "names", "project")  # strongest first
+# Code every model's failure passes through, so a raise site there ties a generic message to no
+# case: torch's own checks, and transformers' generation loop (every model samples in _sample).
+SHARED_SITES = ("torch/", "transformers/generation/")
 
 
 def anchored_to(case: str, text: str, frames: list[str], sig: Signature, catalog: Catalog) -> str:
     """What in the paste ties it to this case beyond a generic message ("" if nothing)."""
     if sig.raised_in and any(raise_site_matches(sig.raised_in, f) for f in frames
-                             if not f.startswith("torch/")):  # torch's checks: every case's
+                             if not f.startswith(SHARED_SITES)):  # fmt: skip
         return "raise site"
     names = catalog.subjects[case]
     if names and names_subject(names, set(tokens(text))):

@@ -209,7 +209,8 @@
       names.every((spellings) => spellings.some((w) => words.has(w)));
 
     function anchoredTo(sig, text, frames) {
-      if (sig.raised_in && frames.some((f) => !f.startsWith("torch/") &&
+      if (sig.raised_in && frames.some((f) =>
+          !index.shared_sites.some((site) => f.startsWith(site)) &&
           raiseSiteMatches(sig.raised_in, f))) return "raise site";
       const names = index.subjects[sig.case];
       if (names.length && namesSubject(names, new Set(tokens(text)))) {
