@@ -296,9 +296,7 @@ class _Child:
         )
 
 
-def run_jobs(
-    jobs: list[Job], parallel: int = 1, method: str = "fork"
-) -> Iterator[tuple[Job, Outcome]]:
+def run_jobs(jobs: list[Job], parallel: int, method: str) -> Iterator[tuple[Job, Outcome]]:
     """Run jobs, at most ``parallel`` at a time, each started by ``method``; yield (job,
     outcome) in the order given."""
     pending = list(enumerate(jobs))
