@@ -104,8 +104,8 @@ class Diagnosis:
 
     def __enter__(self):
         stack = self._stack.__enter__()
-        for watcher in self.watchers:
-            stack.enter_context(watcher)
+        # Its own global hooks first: the first pre-hook of an outermost call pauses the
+        # profile function, which would otherwise see the watchers' hooks run.
         for handle in (
             torch_module.register_module_forward_pre_hook(self._entering),
             torch_module.register_module_forward_hook(
@@ -115,6 +115,8 @@ class Diagnosis:
             torch_module.register_module_module_registration_hook(self._registered),
         ):
             stack.callback(handle.remove)
+        for watcher in self.watchers:
+            stack.enter_context(watcher)
         self._active = True
         stack.callback(setattr, self, "_active", False)
         _add_audit_hook(self)

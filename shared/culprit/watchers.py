@@ -64,10 +64,10 @@ class OpWatch(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         __tracebackhide__ = True  # the call's own error is raised by func, not by this watch
-        kwargs = kwargs or {}
+        if kwargs is None:
+            kwargs = {}
         # Every torch call (a .dtype read too) passes here: one set lookup decides for most.
-        drawn = kwargs and isinstance(kwargs.get("generator"), torch.Generator)
-        if func in self.WATCHED or drawn:
+        if func in self.WATCHED or (kwargs and "generator" in kwargs):
             try:
                 self._inspect(func, args, kwargs)
             except Exception:  # noqa: BLE001, S110 - watching must never break the model
@@ -98,7 +98,7 @@ class OpWatch(TorchFunctionMode):
         elif func in self.FILLS:
             if "fill-out-of-range" not in seen:
                 self.found += _fill_out_of_range(self.FILLS[func], args, kwargs)
-        elif "half-fft" not in seen:
+        elif func in self.FFTS and "half-fft" not in seen:
             data = kwargs.get("input", args[0] if args else None)
             if isinstance(data, torch.Tensor) and data.dtype in HALF_DTYPES:
                 detail = f"input {dtype_name(data.dtype)} on {data.device}"
@@ -207,6 +207,8 @@ class _ProfileWatch:
     reads each call (``_on_event``), and knows the function it watches by its name and file:
     nothing is imported for the watch."""
 
+    CALLS: frozenset[str] = frozenset()  # the names of the functions it reads as they start
+
     def __init__(self):
         self.found: list[Hazard] = []
         self._previous = None
@@ -234,6 +236,12 @@ class ProfileWatches:
 
     def __init__(self, *watchers: _ProfileWatch):
         self.watchers = watchers
+        # Every Python call and C call outside a forward reaches the profile function: one
+        # lookup by the started function's name decides for all but the watched few.
+        self._readers: dict[str, list[_ProfileWatch]] = {}
+        for watcher in watchers:
+            for name in watcher.CALLS:
+                self._readers.setdefault(name, []).append(watcher)
         self.displaced = False
         self._thread: int | None = None  # the thread it watches, while entered
 
@@ -251,8 +259,8 @@ class ProfileWatches:
         return [hazard for watcher in self.watchers for hazard in watcher.found]
 
     def _on_event(self, frame, event: str, arg) -> None:
-        if event == "call":
-            for watcher in self.watchers:
+        if event == "call" and frame.f_code.co_name in self._readers:
+            for watcher in self._readers[frame.f_code.co_name]:
                 watcher._on_event(frame, event, arg)
 
     def __enter__(self):
@@ -287,6 +295,8 @@ class FlatParamWatch(_ProfileWatch):
     built (record only; the FSDP1 module is private, its arguments the same from torch 2.1 to
     2.13). The handle is known by its file, so FSDP1 is not imported for the watch (seconds).
     Slows Python calls while active: watch the wrapping, not a whole training run."""
+
+    CALLS = frozenset({"__init__"})
 
     def _on_event(self, frame, event: str, arg) -> None:
         code = frame.f_code
@@ -326,6 +336,8 @@ class UnscaleWatch(_ProfileWatch):
     1.6 to 2.13) or the accelerator's ``sync_gradients``. Both are known by their files, so
     nothing is imported for the watch. Slows Python calls while active, as
     :class:`FlatParamWatch`."""
+
+    CALLS = frozenset({"unscale_", "clip_grad_norm_"})
 
     def __init__(self):
         super().__init__()
@@ -390,6 +402,8 @@ class TrainingArgsWatch(_ProfileWatch):
     A ``sys.setprofile`` function reads the arguments as ``__post_init__`` starts (record only:
     the refusal, if any, still happens there); the method is known by its file, so transformers
     is not imported for the watch. Slows Python calls while active."""
+
+    CALLS = frozenset({"__post_init__"})
 
     def _on_event(self, frame, event: str, arg) -> None:
         code = frame.f_code
