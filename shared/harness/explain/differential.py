@@ -11,6 +11,7 @@ from shared.harness.explain.store import Catalog, bm25_scores, names_subject
 from shared.harness.explain.text import (
     FAMILY_MIN_SCORE,
     NAMES_NOTHING_WHY,
+    RAISING_FAMILIES,
     SYMPTOM_MIN_SCORE,
     message_family,
     stems,
@@ -57,6 +58,8 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
         return _differential_answer(candidates, "symptom words (they never decide alone)", "",
                                     "", catalog)
     family_scores = bm25_scores(catalog.family_docs, paste.query)
+    if not unknown_error:
+        family_scores = {f: v for f, v in family_scores.items() if f not in RAISING_FAMILIES}
     best = max(family_scores, key=lambda f: (family_scores[f], f))
     if family_scores[best] >= FAMILY_MIN_SCORE:
         why = "an error no case documents" if unknown_error else "symptom words"

@@ -18,14 +18,17 @@ from shared.harness.explain.store import (
     family_description,
 )
 from shared.harness.explain.text import (
+    COMFY_BANNER,
     DTYPE_CLASS,
     DTYPE_WORDS,
+    EXCLAIMED,
     FAMILY_MESSAGES,
     FAMILY_MIN_SCORE,
     INTEGER_DTYPES,
     MIN_CORRECTABLE,
     NAMES_NOTHING_WHY,
     PASTED_VERSION,
+    RAISING_FAMILIES,
     SD2,
     SPELLING_CUTOFF,
     STOPWORDS,
@@ -58,6 +61,8 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "names_nothing": NAMES_NOTHING.pattern,  # case-insensitive
         "names_nothing_why": NAMES_NOTHING_WHY,
         "sd2": SD2.pattern,  # case-insensitive
+        "comfy_banner": COMFY_BANNER.pattern,
+        "exclaimed": EXCLAIMED.pattern,
         "integer_dtypes": INTEGER_DTYPES.pattern,
         "synonyms": SYNONYMS,
         "stopwords": sorted(STOPWORDS),
@@ -71,6 +76,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "usual_cause": USUAL_CAUSE,
         "pasted_version": PASTED_VERSION.pattern,  # case-insensitive
         "differential_size": DIFFERENTIAL_SIZE,
+        "raising_families": RAISING_FAMILIES,
         "diagnose": DIAGNOSE,
         "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
         "without_nan": sorted(catalog.without_nan),

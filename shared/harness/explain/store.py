@@ -166,7 +166,8 @@ NO_NAN = re.compile(r"\bno nan\b", re.IGNORECASE)  # in a summary's lead clause
 
 # What users write about each family when no message is pasted (the retrieval's family texts).
 FAMILY_HINTS = {
-    "overflow": ("black image nan fp16 float16 inf nan latents loss nan output all nan",),
+    "overflow": ("black image nan fp16 float16 inf nan latents loss nan output all nan",
+                 "garbage gibberish output exclamation marks fp16 inference",),
     "optimizer-numerics": ("bf16 weights do not change loss does not decrease adam updates",),
     "quantization": ("4bit 8bit bitsandbytes qlora merge quantized",),
     "hardware": ("gpu compute capability v100 t4 2080 1080 support supported supports "

@@ -36,6 +36,7 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("overflow", r"value cannot be converted to type at::(?:half|bfloat16) without overflow",
      False),
     ("hardware", r"cannot convert a mps tensor to float64 dtype", False),
+    ("hardware", r"current cuda device does not support bfloat16", False),  # torch's autocast
     ("hardware", r"bfloat16 is only supported on gpus with compute capability", False),
     ("hardware", r"bf16 is only supported on a100", False),
     ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
@@ -57,12 +58,14 @@ UNORDERED = re.compile(r"uniform (?:original parameter )?dtype", re.IGNORECASE)
 SYNONYMS = (
     ("black", "blank", "nan", "empty", "dark"),
     ("image", "images", "picture", "output", "result", "video"),
-    ("sdxl", "xl", "stable diffusion", "sd"),
+    ("sdxl", "sd xl", "diffusion xl", "stable diffusion", "sd"),  # not "xl" alone: T5-XL
     ("fp16", "float16", "half", "f16", "16b"),
     ("bf16", "bfloat16"),
     ("fp32", "float32"),
     ("nan", "inf", "overflow", "overflowing"),
-    ("change", "updating", "updates", "modified", "decrease", "decreases", "learn"),
+    ("change", "updating", "updates", "modified", "decrease", "decreases", "learn", "converge",
+     "converging", "convergence"),
+    ("garbage", "gibberish", "nonsense", "meaningless"),
     ("merge", "merged", "merges", "merging", "merge_and_unload"),
     ("effect", "diff", "different", "degenerated", "behaves"),
     ("pad", "padding", "<pad>"),
@@ -109,11 +112,18 @@ CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z][a-z])")  # where a space goes in T5Mo
 # Stable Diffusion 2.x as users write it (SD 2.1, sd21, stable-diffusion-2-1): one word, sd2,
 # that the "sd" synonyms (SDXL's) do not take; the digits would otherwise be dropped.
 SD2 = re.compile(r"\b(?:sd|stable[ _-]?diffusion)[ _-]?v?2(?:\.[01x]|1)?\b", re.IGNORECASE)
+# A run of exclamation marks is what a float16 model that overflowed writes (token 0 of many
+# vocabularies): a word for it, as users write it; ComfyUI's exception banner is no such output.
+COMFY_BANNER = re.compile(r"!!! Exception during processing !!!")
+EXCLAIMED = re.compile(r"!{3,}")
 EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\s?:")  # a pasted exception line
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 _WORD = re.compile(r"[a-z][a-z0-9_]*|<pad>|\d+[a-z]+", re.IGNORECASE)
 MIN_CORRECTABLE, SPELLING_CUTOFF = 5, 85  # a shorter word is too easily another one
 SYMPTOM_MIN_SCORE, FAMILY_MIN_SCORE = 2.0, 2.0  # BM25 scores below which nothing fits
+# Two dtypes meeting in one op make torch raise: a description with no error in it is never this
+# family, whatever its words (a dtype named as a setting, "input", "output").
+RAISING_FAMILIES = ("dtype-mix",)
 
 
 def clean_lines(text: str) -> list[str]:
@@ -170,7 +180,8 @@ def literal(pattern: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Lowercase words, "Gemma 3" joined to "gemma3", each with its synonyms' group words."""
-    text = SD2.sub(" sd2 ", text)
+    text = SD2.sub(" sd2 ", COMFY_BANNER.sub(" ", text))
+    text = EXCLAIMED.sub(" exclamation ", text)
     text = re.sub(r"\b([A-Za-z]{3,}) (\d)\b(?![.\d])", r"\1\2", text)
     text = CAMEL.sub(" ", text)  # T5Model: T5 Model
     words = [w.lower() for w in _WORD.findall(text)]

@@ -28,6 +28,8 @@
     const CLASSES = /\b(?:CUDA)?(?:LOW|F32|F64)T?\b/g;
     const UNORDERED = new RegExp(index.unordered, "i");
     const SD2 = new RegExp(index.sd2, "gi");  // Stable Diffusion 2.x as users write it: one word
+    const COMFY_BANNER = new RegExp(index.comfy_banner, "g");  // ComfyUI's, no model output
+    const EXCLAIMED = new RegExp(index.exclaimed, "g");  // what an overflowed float16 model writes
     const INTEGER_DTYPES = new RegExp(index.integer_dtypes);
     const STOPWORDS = new Set(index.stopwords);
     const VOCABULARY = index.vocabulary;
@@ -80,7 +82,8 @@
     }
 
     function tokens(text) {
-      text = text.replace(SD2, " sd2 ").replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
+      text = text.replace(COMFY_BANNER, " ").replace(SD2, " sd2 ")
+        .replace(EXCLAIMED, " exclamation ").replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
         .replace(CAMEL, " ");
       const words = (text.match(WORD) || []).map((w) => w.toLowerCase())
         .filter((w) => !STOPWORDS.has(w));
@@ -510,6 +513,8 @@
       const familyScores = bm25(index.family_bm25, paste.query);
       let best = null;
       for (const f of Object.keys(familyScores)) {
+        // Two dtypes meeting in one op raise: a description with no error is another family.
+        if (!unknownError && index.raising_families.includes(f)) continue;
         if (best === null || familyScores[f] > familyScores[best] ||
             (familyScores[f] === familyScores[best] && f > best)) best = f;
       }
