@@ -2,7 +2,7 @@
 
     python tools/explain_scores.py            (from the repository root; --misses lists each miss)
 
-The two halves: reports.toml (tuned on; since 2026-11-28 it holds the first held-out half too,
+The two halves: reports.toml (tuned on; it holds the first two held-out batches too,
 whose misses were read) and reports_held_out.toml (a new batch collected separately, labelled and
 committed before explain ran on it, never tuned on). Per half, issue 31's measures:
 - claims right: of the reports explain claims a case for, the share whose case it is;
