@@ -38,7 +38,7 @@ from shared.culprit.finders import (
     optimizer_hazards,
     pipeline_hazards,
 )
-from shared.culprit.guards import MismatchGuard, NonFiniteGuard
+from shared.culprit.guards import MismatchGuard, NonFiniteGuard, unwatched
 from shared.culprit.tensors import dtype_name, full_path, live_parents, tensors_of
 from shared.culprit.watchers import TORCH_DIR, FailedOp, OpWatch, ProfileWatches, seen_hazards
 from shared.hazards import (
@@ -138,10 +138,9 @@ class Diagnosis:
         self._depth = max(self._depth - 1, 0)
         if self._depth:
             return
-        self.profiled.resume()
         # An outermost call: what the script gave a model, and what a model gave back.
         self._roots.add(module)
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception), unwatched():
             for value in (*args, *kwargs.values()):
                 for tensor in tensors_of(value):
                     self._given[id(tensor)] = tensor
@@ -149,6 +148,7 @@ class Diagnosis:
                         self.longest = max(self.longest, tensor.shape[-1])
             for tensor in tensors_of(output):
                 self._returned[id(tensor)] = tensor
+        self.profiled.resume()  # last: the profile function would see each call above
 
     def _registered(self, module: nn.Module, name: str, value) -> None:
         # A module's first parameter or submodule is registered in its __init__: the frame

@@ -49,7 +49,7 @@ class Mismatch:
         )
 
 
-def _unwatched():
+def unwatched():
     """A guard's own tensor checks run outside any TorchFunctionMode (the OpWatch of a
     diagnosis): the mode is there to watch the script's calls, not the guards' own."""
     disable = getattr(torch._C, "DisableTorchFunction", None)
@@ -174,7 +174,7 @@ class MismatchGuard(_ModuleWatch):
 
     def _check(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         try:
-            with _unwatched():
+            with unwatched():
                 if _may_mismatch(module, args, kwargs):
                     self._judge(module, args, kwargs)
         except DtypeDeviceMismatch:
@@ -404,7 +404,7 @@ class NonFiniteGuard(_ModuleWatch):
         def check(grad: torch.Tensor) -> None:
             if self.first_gradient is not None:
                 return
-            with _unwatched():
+            with unwatched():
                 if _finite(grad):
                     return
                 bad = int((~torch.isfinite(grad)).sum())
@@ -417,7 +417,7 @@ class NonFiniteGuard(_ModuleWatch):
     def _on_return(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         if self.first is not None:
             return
-        with _unwatched():
+        with unwatched():
             self._judge_output(module, args, kwargs, output)
 
     def _judge_output(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
