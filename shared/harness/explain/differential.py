@@ -11,7 +11,6 @@ from shared.harness.explain.store import Catalog, bm25_scores, names_subject
 from shared.harness.explain.text import (
     FAMILY_MIN_SCORE,
     NAMES_NOTHING_WHY,
-    RAISING_FAMILIES,
     SYMPTOM_MIN_SCORE,
     message_family,
     stems,
@@ -48,7 +47,7 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
     ranked = sorted(scores, key=lambda n: (-scores[n], n))
     present, said = set(paste.query), stems(paste.query)
     # A NaN in the paste rules out a case whose symptom is no NaN at all.
-    ruled_out = catalog.without_nan if "nan" in present else set()
+    ruled_out = catalog.without_nan if "nan" in said else set()
     candidates = [] if unknown_error else [
         name for name in ranked[:DIFFERENTIAL_POOL] if scores[name] >= SYMPTOM_MIN_SCORE
         and name not in ruled_out
@@ -58,10 +57,13 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
         return _differential_answer(candidates, "symptom words (they never decide alone)", "",
                                     "", catalog)
     family_scores = bm25_scores(catalog.family_docs, paste.query)
-    if not unknown_error:
-        family_scores = {f: v for f, v in family_scores.items() if f not in RAISING_FAMILIES}
-    best = max(family_scores, key=lambda f: (family_scores[f], f))
-    if family_scores[best] >= FAMILY_MIN_SCORE:
+    if not unknown_error:  # no error pasted: never a family whose every failure raises
+        family_scores = {f: v for f, v in family_scores.items()
+                         if f not in catalog.raising_families}  # fmt: skip
+    if "nan" in said:  # a NaN is the failure: a family whose failures make one
+        family_scores = {f: v for f, v in family_scores.items() if f in catalog.nan_families}
+    best = max(family_scores, key=lambda f: (family_scores[f], f), default="")
+    if best and family_scores[best] >= FAMILY_MIN_SCORE:
         why = "an error no case documents" if unknown_error else "symptom words"
         found = _family_answer(best, why, catalog, scores)
         found.candidates = [name for name in found.candidates if name not in ruled_out]

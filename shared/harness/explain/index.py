@@ -27,8 +27,8 @@ from shared.harness.explain.text import (
     INTEGER_DTYPES,
     MIN_CORRECTABLE,
     NAMES_NOTHING_WHY,
+    NAN_WORD,
     PASTED_VERSION,
-    RAISING_FAMILIES,
     SD2,
     SPELLING_CUTOFF,
     STOPWORDS,
@@ -63,6 +63,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "sd2": SD2.pattern,  # case-insensitive
         "comfy_banner": COMFY_BANNER.pattern,
         "exclaimed": EXCLAIMED.pattern,
+        "nan_word": NAN_WORD.pattern,  # case-insensitive
         "integer_dtypes": INTEGER_DTYPES.pattern,
         "synonyms": SYNONYMS,
         "stopwords": sorted(STOPWORDS),
@@ -76,10 +77,11 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "usual_cause": USUAL_CAUSE,
         "pasted_version": PASTED_VERSION.pattern,  # case-insensitive
         "differential_size": DIFFERENTIAL_SIZE,
-        "raising_families": RAISING_FAMILIES,
+        "raising_families": sorted(catalog.raising_families),
         "diagnose": DIAGNOSE,
         "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
         "without_nan": sorted(catalog.without_nan),
+        "nan_families": sorted(catalog.nan_families),
         "warning_site": WARNING_SITE.pattern,
         "dtype_words": sorted(DTYPE_WORDS),
         "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},

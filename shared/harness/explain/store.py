@@ -131,6 +131,8 @@ class Catalog:
     projects: dict[str, str]  # the application project's name ("" for a library's)
     phrase_words: dict[str, set[str]]  # the symptom phrases' words, dtypes left out
     without_nan: set[str]  # cases whose symptom is explicitly no NaN ("no error, no NaN: ...")
+    nan_families: set[str]  # the families of the cases whose symptom is a NaN
+    raising_families: set[str]  # the families whose every documented failure is an exception
 
 
 def family_description(family: str) -> str:
@@ -157,11 +159,20 @@ def build_catalog(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> Catalog:
     projects = {c.name: application_project(c) for c in cases}
     phrase_words = {c.name: stems(tokens(" ".join(c.phrases))) - DTYPE_WORDS for c in cases}
     without_nan = {c.name for c in cases if NO_NAN.search(c.summary.split(":", 1)[0])}
+    nan_families = {c.family for c in cases if c.name not in without_nan
+                    and NAN.search(" ".join([c.summary, *c.phrases]))}  # fmt: skip
+    failures: dict[str, set[str]] = {}
+    for case in cases:
+        failures.setdefault(case.family, set()).update(
+            v.expectation.expect for v in case.variants if v.expectation.expect in FAILURES)
+    raising_families = {family for family, kinds in failures.items() if kinds == {"error"}}
     return Catalog({c.name: c for c in cases}, sigs, vocabulary, case_docs, family_docs,
-                   subjects, projects, phrase_words, without_nan)  # fmt: skip
+                   subjects, projects, phrase_words, without_nan, nan_families,
+                   raising_families)  # fmt: skip
 
 
 NO_NAN = re.compile(r"\bno nan\b", re.IGNORECASE)  # in a summary's lead clause
+NAN = re.compile(r"\bnan\b", re.IGNORECASE)
 
 
 # What users write about each family when no message is pasted (the retrieval's family texts).

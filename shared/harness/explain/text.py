@@ -20,6 +20,9 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"expected tensor for argument #\d+ '\w+' to have the same type as tensor", True),
     ("device-placement", r"input type \(torch\.(?:cuda\.)?\w+\) and weight type \(torch\.", True),
     ("device-placement", r"expected all tensors to be on the same device", True),
+    # torch < 1.0's argument check, a CPU and a CUDA tensor among the arguments it got
+    ("device-placement", r"received an invalid combination of arguments - got \((?=[^)]*torch\.cuda"
+     r"\.\w+tensor)(?=[^)]*torch\.(?!cuda\.)\w+tensor)", True),
     ("device-placement", r"calling \.generate\(\) with the `?input_ids`? being on a device", True),
     ("device-placement", r"cannot generate a \w+ tensor from a generator of type", False),
     ("device-placement", r"expected a '\w+' device type for generator", False),
@@ -41,9 +44,10 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("hardware", r"bf16 is only supported on a100", False),
     ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
     ("gradient-scaling", r"attempting to unscale fp16 gradients", False),
-    ("distributed", r"must flatten tensors with uniform dtype", False),
-    ("distributed", r"fsdp expects uniform original parameter dtype", False),
-    ("distributed", r"flatparameter requires uniform dtype", False),
+    # FSDP1's: any unit holding two dtypes (peft's float32 adapters, a model's float32 norms)
+    ("distributed", r"must flatten tensors with uniform dtype", True),
+    ("distributed", r"fsdp expects uniform original parameter dtype", True),
+    ("distributed", r"flatparameter requires uniform dtype", True),
     ("offload", r"you can't move a model that has some modules offloaded", False),
     ("meta-tensors", r"cannot copy out of meta tensor", True),
     ("quantization", r"\.to`? is not supported for `?4-bit`? or `?8-bit", False),
@@ -70,6 +74,7 @@ SYNONYMS = (
     ("effect", "diff", "different", "degenerated", "behaves"),
     ("pad", "padding", "<pad>"),
     ("lora", "adapter", "adapters"),
+    ("rope", "rotary"),
     ("loss", "losses"),
 )
 # Words a title names that are no subject: libraries, dtypes, devices, glue.
@@ -116,14 +121,12 @@ SD2 = re.compile(r"\b(?:sd|stable[ _-]?diffusion)[ _-]?v?2(?:\.[01x]|1)?\b", re.
 # vocabularies): a word for it, as users write it; ComfyUI's exception banner is no such output.
 COMFY_BANNER = re.compile(r"!!! Exception during processing !!!")
 EXCLAIMED = re.compile(r"!{3,}")
+NAN_WORD = re.compile(r"\bnans?\b", re.IGNORECASE)  # "NaNs" is no camel-case "Na Ns"
 EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\s?:")  # a pasted exception line
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 _WORD = re.compile(r"[a-z][a-z0-9_]*|<pad>|\d+[a-z]+", re.IGNORECASE)
 MIN_CORRECTABLE, SPELLING_CUTOFF = 5, 85  # a shorter word is too easily another one
 SYMPTOM_MIN_SCORE, FAMILY_MIN_SCORE = 2.0, 2.0  # BM25 scores below which nothing fits
-# Two dtypes meeting in one op make torch raise: a description with no error in it is never this
-# family, whatever its words (a dtype named as a setting, "input", "output").
-RAISING_FAMILIES = ("dtype-mix",)
 
 
 def clean_lines(text: str) -> list[str]:
@@ -181,7 +184,7 @@ def literal(pattern: str) -> str:
 def tokens(text: str) -> list[str]:
     """Lowercase words, "Gemma 3" joined to "gemma3", each with its synonyms' group words."""
     text = SD2.sub(" sd2 ", COMFY_BANNER.sub(" ", text))
-    text = EXCLAIMED.sub(" exclamation ", text)
+    text = NAN_WORD.sub(" nan ", EXCLAIMED.sub(" exclamation ", text))
     text = re.sub(r"\b([A-Za-z]{3,}) (\d)\b(?![.\d])", r"\1\2", text)
     text = CAMEL.sub(" ", text)  # T5Model: T5 Model
     words = [w.lower() for w in _WORD.findall(text)]

@@ -30,6 +30,7 @@
     const SD2 = new RegExp(index.sd2, "gi");  // Stable Diffusion 2.x as users write it: one word
     const COMFY_BANNER = new RegExp(index.comfy_banner, "g");  // ComfyUI's, no model output
     const EXCLAIMED = new RegExp(index.exclaimed, "g");  // what an overflowed float16 model writes
+    const NAN_WORD = new RegExp(index.nan_word, "gi");  // "NaNs" is no camel-case "Na Ns"
     const INTEGER_DTYPES = new RegExp(index.integer_dtypes);
     const STOPWORDS = new Set(index.stopwords);
     const VOCABULARY = index.vocabulary;
@@ -83,7 +84,7 @@
 
     function tokens(text) {
       text = text.replace(COMFY_BANNER, " ").replace(SD2, " sd2 ")
-        .replace(EXCLAIMED, " exclamation ").replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
+        .replace(EXCLAIMED, " exclamation ").replace(NAN_WORD, " nan ").replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
         .replace(CAMEL, " ");
       const words = (text.match(WORD) || []).map((w) => w.toLowerCase())
         .filter((w) => !STOPWORDS.has(w));
@@ -502,7 +503,7 @@
       const present = new Set(paste.query);
       const said = stems(paste.query);
       // A NaN in the paste rules out a case whose symptom is no NaN at all.
-      const ruledOut = present.has("nan") ? WITHOUT_NAN : new Set();
+      const ruledOut = said.has("nan") ? WITHOUT_NAN : new Set();
       const candidates = unknownError ? [] : ranked.slice(0, SIZE).filter((name) =>
         scores[name] >= LIMITS.symptom_min && !ruledOut.has(name) &&
         (!index.subjects[name].length || namesSubject(index.subjects[name], present)) &&
@@ -513,12 +514,13 @@
       const familyScores = bm25(index.family_bm25, paste.query);
       let best = null;
       for (const f of Object.keys(familyScores)) {
-        // Two dtypes meeting in one op raise: a description with no error is another family.
+        // No error pasted: never a family whose every documented failure raises.
         if (!unknownError && index.raising_families.includes(f)) continue;
+        if (said.has("nan") && !index.nan_families.includes(f)) continue;  // NaN: a family making one
         if (best === null || familyScores[f] > familyScores[best] ||
             (familyScores[f] === familyScores[best] && f > best)) best = f;
       }
-      if (familyScores[best] >= LIMITS.family_min) {
+      if (best !== null && familyScores[best] >= LIMITS.family_min) {
         const found = familyAnswer(best,
           unknownError ? "an error no case documents" : "symptom words", scores);
         return { ...found, candidates: found.candidates.filter((n) => !ruledOut.has(n)) };
