@@ -16,7 +16,8 @@ Measures, in one run, side by side:
 5. disk: the case environments together (hardlinks counted once) versus one of them;
 6. `python -m shared.culprit run`'s overhead: per case, one forward pass of its model (the first
    outermost module call of its first passing variant) under a Diagnosis against the same pass
-   without (``shared.harness.overhead``, a process per case);
+   without (``shared.harness.overhead``, a process per case), and its floor: the same pass
+   under a TorchFunctionMode that only calls through (the least a watch of every call costs);
 7. the dated sweep: for each stack whose environment `nox -s "matrix(as-of-DATE)"` left (package
    cache warm), a gallery run of that stack's cases against that stack's own limit (its floor
    plus its variants' seconds), and the installs and seconds each stored bisection took.
@@ -236,8 +237,8 @@ def diagnose_figures(names: list[str], python: Path) -> None:
     """Part 6: per case, a forward pass under a Diagnosis against the same pass bare."""
     print(f"\ndiagnose overhead: one forward pass of each case's model, under "
           f"`python -m shared.culprit run` / bare (target <= {DIAGNOSE_RATIO:g})")  # fmt: skip
-    print(f"{'case':28} {'model':26} {'bare ms':>8} {'diag ms':>8} {'ratio':>6}")
-    ratios = []
+    print(f"{'case':28} {'model':26} {'bare ms':>8} {'diag ms':>8} {'ratio':>6} {'floor':>6}")
+    ratios, floors = [], []
     for name in names:
         done = subprocess.run([str(python), "-m", "shared.harness.overhead", name], cwd=REPO_ROOT,
                               capture_output=True, text=True)  # fmt: skip
@@ -247,13 +248,17 @@ def diagnose_figures(names: list[str], python: Path) -> None:
             print(f"{name:28} no model called on the CPU (exit {done.returncode})")
             continue
         ratio = found["diagnosed_s"] / found["bare_s"]
+        floor = found["call_through_s"] / found["bare_s"]
         ratios.append(ratio)
+        floors.append(floor)
         print(f"{name:28} {found['model'][:26]:26} {found['bare_s'] * 1e3:8.2f} "
-              f"{found['diagnosed_s'] * 1e3:8.2f} {ratio:6.2f}")  # fmt: skip
+              f"{found['diagnosed_s'] * 1e3:8.2f} {ratio:6.2f} {floor:6.2f}")  # fmt: skip
     if ratios:
         worst = max(ratios)
         print(f"median ratio {statistics.median(ratios):.2f}, worst {worst:.2f} (target <= "
               f"{DIAGNOSE_RATIO:g}): {'met' if worst <= DIAGNOSE_RATIO else 'MISSED'}")
+        print(f"floor: the pass under a TorchFunctionMode that only calls through (every torch "
+              f"call handed to Python, nothing checked): median {statistics.median(floors):.2f}")
 
 
 def dates_to_measure(dates: list[str] | None) -> list:

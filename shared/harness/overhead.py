@@ -1,13 +1,19 @@
 """The cost of ``python -m shared.culprit run``: one case's forward pass under a Diagnosis
 against the same pass without, in a process of its own (``benchmark`` runs one per case).
 
-    python -m shared.harness.overhead CASE     -> one JSON line: case, model, bare_s, diagnosed_s
+    python -m shared.harness.overhead CASE
+        -> one JSON line: case, model, bare_s, diagnosed_s, call_through_s
 
 The case's first CPU-runnable passing variant runs once to build its model and inputs; the first
 outermost module call it makes (its model, its arguments) is then timed bare and diagnosed, both
 on one intra-op thread: the gallery's tiny models gain nothing from a second one, and on a shared
 machine a second thread's wake-ups (a scheduler's time slice each, more often the longer the
 Python work between two ops) would be measured instead of the diagnosis.
+
+``call_through_s``: the same pass under a ``TorchFunctionMode`` that only calls each function
+through, the least any watch of every torch call costs (torch hands each call, a ``.dtype`` read
+too, to Python): the floor of the diagnosis's own overhead, which must watch inside forwards
+(SDPA's masks, fills and FFTs happen there).
 """
 
 from __future__ import annotations
@@ -85,6 +91,17 @@ def seconds(module, args, kwargs, diagnosis: type) -> tuple[float, float]:
     return min(bare), min(diagnosed)
 
 
+def call_through():
+    """A TorchFunctionMode that watches nothing: each call goes through unchanged."""
+    from torch.overrides import TorchFunctionMode
+
+    class CallThrough(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    return CallThrough()
+
+
 def main(case_name: str) -> None:
     from shared.culprit.diagnose import Diagnosis
 
@@ -96,8 +113,10 @@ def main(case_name: str) -> None:
         print(json.dumps({"case": case_name, "model": None}))
         return
     bare, diagnosed = seconds(module, args, kwargs, Diagnosis)
+    bare_again, through = seconds(module, args, kwargs, call_through)
     print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
-                      "bare_s": bare, "diagnosed_s": diagnosed}))  # fmt: skip
+                      "bare_s": bare, "diagnosed_s": diagnosed,
+                      "call_through_s": through * bare / bare_again}))  # fmt: skip
 
 
 if __name__ == "__main__":
