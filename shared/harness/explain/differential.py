@@ -12,6 +12,8 @@ from shared.harness.explain.text import (
     FAMILY_MIN_SCORE,
     NAMES_NOTHING_WHY,
     SYMPTOM_MIN_SCORE,
+    TRAINING_NAN_WHY,
+    TRAINING_WORDS,
     message_family,
     stems,
 )
@@ -56,6 +58,8 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
     if candidates:  # symptom words decide no family either: each candidate says its own
         return _differential_answer(candidates, "symptom words (they never decide alone)", "",
                                     "", catalog)
+    if not unknown_error and "nan" in said and TRAINING_WORDS & said:  # any family a guess
+        return Answer("none", "", TRAINING_NAN_WHY, step="abstain")
     family_scores = bm25_scores(catalog.family_docs, paste.query)
     if not unknown_error:  # no error pasted: never a family whose every failure raises
         family_scores = {f: v for f, v in family_scores.items()

@@ -34,6 +34,8 @@ from shared.harness.explain.text import (
     STOPWORDS,
     SYMPTOM_MIN_SCORE,
     SYNONYMS,
+    TRAINING_NAN_WHY,
+    TRAINING_WORDS,
     UNORDERED,
     WARNING_SITE,
 )
@@ -82,6 +84,8 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
         "without_nan": sorted(catalog.without_nan),
         "nan_families": sorted(catalog.nan_families),
+        "training_words": sorted(TRAINING_WORDS),
+        "training_nan_why": TRAINING_NAN_WHY,
         "warning_site": WARNING_SITE.pattern,
         "dtype_words": sorted(DTYPE_WORDS),
         "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},

@@ -40,6 +40,7 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
      False),
     ("hardware", r"cannot convert a mps tensor to float64 dtype", False),
     ("hardware", r"current cuda device does not support bfloat16", False),  # torch's autocast
+    ("hardware", r"\b(?:bfloat16|float64|double)\b[\w ]{0,30} not supported on (?:the )?mps", False),
     ("hardware", r"bfloat16 is only supported on gpus with compute capability", False),
     ("hardware", r"bf16 is only supported on a100", False),
     ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
@@ -53,6 +54,13 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("quantization", r"\.to`? is not supported for `?4-bit`? or `?8-bit", False),
     ("quantization", r"cannot merge lora layers when the model is loaded in 8-bit", False),
 )
+# A NaN in training has several mechanisms the words of a description do not separate.
+TRAINING_WORDS = frozenset({"loss", "grad", "grad_norm", "gradient", "gradients", "train",
+                            "training", "finetune", "finetuning", "epoch"})  # fmt: skip
+TRAINING_NAN_WHY = ("a NaN in training: a float16 activation overflowing, half-precision weights "
+                    "without float32 master weights, or an optimizer step; the description does "
+                    "not tell which: `python -m shared.culprit run --backward your_script.py` "
+                    "names the first module or gradient that turned NaN")
 NAMES_NOTHING_WHY = ("a CUDA device-side assert names no failure: the assertion printed above "
                      "it (or a run with CUDA_LAUNCH_BLOCKING=1) says which")
 # Messages that keep no direction: the order of the two dtypes is the order met, not a role.
@@ -75,6 +83,7 @@ SYNONYMS = (
     ("pad", "padding", "<pad>"),
     ("lora", "adapter", "adapters"),
     ("rope", "rotary"),
+    ("t5", "mt5", "umt5"),  # T5's multilingual versions share its float16 overflow
     ("loss", "losses"),
 )
 # Words a title names that are no subject: libraries, dtypes, devices, glue.

@@ -511,6 +511,10 @@
       if (candidates.length) {
         return differentialAnswer(candidates, "symptom words (they never decide alone)", "", "");
       }
+      if (!unknownError && said.has("nan") && index.training_words.some((w) => said.has(w))) {
+        return { step: "abstain", kind: "none", name: "", family: "", candidates: [],
+          sureness: index.training_nan_why, questions: [] };  // a NaN in training: any family a guess
+      }
       const familyScores = bm25(index.family_bm25, paste.query);
       let best = null;
       for (const f of Object.keys(familyScores)) {
