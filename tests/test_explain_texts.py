@@ -133,6 +133,23 @@ def test_the_held_out_half_is_collected_apart_and_scored_never_tuned_on(capsys):
         print("\nheld out:", {k: f"{got}/{of}" for k, (got, of) in measured.items()})
 
 
+def test_the_second_labelling_labels_exactly_the_held_out_half_and_agreement_counts_it():
+    """reports_held_out_second_labels.toml: one blind label per held-out report, of this tree's
+    cases and families; agreement() counts the same case, the same family, and scores only the
+    reports labelled alike."""
+    tool = _scores_tool()
+    second = tomllib.loads((TEXTS / tool.SECOND_LABELS).read_text(encoding="utf-8"))["report"]
+    assert [r["url"] for r in second] == [r["url"] for r in HELD_OUT]
+    assert {r["case"] for r in second} <= IN_TREE | {""}
+    assert {r["family"] for r in second} <= {*FAMILIES, *EXTRA_FAMILIES, ""}
+    assert all(r["why"].strip() for r in second)
+    one, two = HELD_OUT[:2]
+    relabelled = [{**one}, {**two, "case": "t5-half" if two["case"] != "t5-half" else ""}]
+    said = tool.agreement([one, two], relabelled, IN_TREE)
+    assert said.startswith(f"second labelling ({tool.SECOND_LABELS}): 2 reports, the same case "
+                           "for 1, the same family for 2, both for 1;"), said
+
+
 def test_an_uncovered_report_gets_its_family_when_it_gets_one():
     """A family answer, or a differential's family, must be the report's family (never another
     family's advice)."""

@@ -2,6 +2,9 @@
 
     python tools/explain_scores.py            (from the repository root; --misses lists each miss)
 
+Where reports_held_out_second_labels.toml holds a blind second labelling of the held-out half,
+also how often the two labellers agree, and the measures on the reports both label alike.
+
 The two halves: reports.toml (tuned on; it holds the first two held-out batches too,
 whose misses were read) and reports_held_out.toml (a new batch collected separately, labelled and
 committed before explain ran on it, never tuned on). Per half, issue 31's measures:
@@ -86,7 +89,29 @@ def main() -> int:
             print(f"  {measure:40s} {share}  ({got} of {of})")
         if "--misses" in sys.argv:
             print("\n".join(misses))
+    second = TEXTS / SECOND_LABELS
+    if second.exists():
+        print(agreement(reports("reports_held_out.toml"), reports(SECOND_LABELS), in_tree))
     return 0
+
+
+SECOND_LABELS = "reports_held_out_second_labels.toml"  # a blind second labelling of the held out
+
+
+def agreement(first: list[dict], second: list[dict], in_tree: set[str]) -> str:
+    """How often two labellers of the held-out half agree, and explain's scores where they do."""
+    other = {r["url"]: r for r in second}
+    both = [r for r in first if r["url"] in other]
+    same = [r for r in both if (r["case"], r["family"]) == (other[r["url"]]["case"],
+                                                            other[r["url"]]["family"])]  # fmt: skip
+    cases = sum(r["case"] == other[r["url"]]["case"] for r in both)
+    families = sum(r["family"] == other[r["url"]]["family"] for r in both)
+    measured, _ = score(same, in_tree)
+    lines = [f"second labelling ({SECOND_LABELS}): {len(both)} reports, the same case for "
+             f"{cases}, the same family for {families}, both for {len(same)}; explain on those:"]
+    lines += [f"  {m:40s} {f'{100 * g / o:5.1f} %' if o else '   -  '}  ({g} of {o})"
+              for m, (g, o) in measured.items()]  # fmt: skip
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
