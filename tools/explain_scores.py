@@ -2,12 +2,9 @@
 
     python tools/explain_scores.py            (from the repository root; --misses lists each miss)
 
-Where reports_held_out_second_labels.toml holds a blind second labelling of the held-out half,
-also how often the two labellers agree, and the measures on the reports both label alike.
-
-The two halves: reports.toml (tuned on; it holds the first two held-out batches too,
-whose misses were read) and reports_held_out.toml (a new batch collected separately, labelled and
-committed before explain ran on it, never tuned on). Per half, issue 31's measures:
+The two halves: reports.toml (tuned on; it holds the earlier held-out batches too, whose misses
+were read) and reports_held_out.toml (a new batch collected separately, labelled and committed
+before explain ran on it, never tuned on). Per half, issue 31's measures:
 - claims right: of the reports explain claims a case for, the share whose case it is;
 - covered errors, right case first: of the errors and errors in sentences (no symptom
   description) whose case is in the tree, the share it claims;
@@ -16,6 +13,8 @@ committed before explain ran on it, never tuned on). Per half, issue 31's measur
 - uncovered claimed: of the reports no case in the tree documents, the share a case is claimed for;
 - wrong family: of the family answers and differentials naming a family, those naming another
   family than the report's (a report labelled with a family).
+Where reports_held_out_second_labels.toml holds a blind second labelling of the held-out half,
+also how often the two labellers agree, and the measures on the reports both label alike.
 """
 
 from __future__ import annotations

@@ -84,7 +84,8 @@
 
     function tokens(text) {
       text = text.replace(COMFY_BANNER, " ").replace(SD2, " sd2 ")
-        .replace(EXCLAIMED, " exclamation ").replace(NAN_WORD, " nan ").replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
+        .replace(EXCLAIMED, " exclamation ").replace(NAN_WORD, " nan ")
+        .replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
         .replace(CAMEL, " ");
       const words = (text.match(WORD) || []).map((w) => w.toLowerCase())
         .filter((w) => !STOPWORDS.has(w));
