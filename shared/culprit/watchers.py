@@ -300,7 +300,7 @@ class FlatParamWatch(_ProfileWatch):
 
     def _on_event(self, frame, event: str, arg) -> None:
         code = frame.f_code
-        if event != "call" or code.co_name != "__init__" or self.found:
+        if event != "call" or code.co_name not in self.CALLS or self.found:
             return
         if not code.co_filename.endswith(FLAT_PARAM_FILES):
             return  # FlatParamHandle.__init__(self, params, fully_sharded_module, ...)
@@ -345,7 +345,7 @@ class UnscaleWatch(_ProfileWatch):
 
     def _on_event(self, frame, event: str, arg) -> None:
         code = frame.f_code
-        if event != "call" or code.co_name not in ("unscale_", "clip_grad_norm_") or self.found:
+        if event != "call" or code.co_name not in self.CALLS or self.found:
             return
         try:
             if code.co_name == "clip_grad_norm_" and code.co_filename.endswith(ACCELERATOR_FILE):
@@ -407,7 +407,7 @@ class TrainingArgsWatch(_ProfileWatch):
 
     def _on_event(self, frame, event: str, arg) -> None:
         code = frame.f_code
-        if event != "call" or code.co_name != "__post_init__" or self.found:
+        if event != "call" or code.co_name not in self.CALLS or self.found:
             return
         if not code.co_filename.endswith(TRAINING_ARGS_FILE):
             return

@@ -65,10 +65,10 @@ def first_model_call(script) -> tuple:
     return calls[0] if calls else (None, (), {})
 
 
-def seconds(module, args, kwargs, diagnosis: type) -> tuple[float, float]:
-    """The fastest of ROUNDS passes bare and under a new ``diagnosis()``, in BLOCKS
-    alternating blocks (each diagnosed one after a pass that meets the modules): a loaded
-    machine slows some passes and some stretches of time; the fastest is the least disturbed."""
+def seconds(module, args, kwargs, *watches) -> list[float]:
+    """The fastest of ROUNDS passes bare, then under a new ``watch()`` of each given, in BLOCKS
+    alternating blocks (each watched one after a pass that meets the modules): a loaded machine
+    slows some passes and some stretches of time; the fastest is the least disturbed."""
     import torch
 
     def fastest() -> float:
@@ -79,16 +79,17 @@ def seconds(module, args, kwargs, diagnosis: type) -> tuple[float, float]:
             times.append(time.perf_counter() - started)
         return min(times)
 
-    bare, diagnosed = [], []
+    measured = [[] for _ in range(len(watches) + 1)]  # bare first
     torch.set_num_threads(1)
     with torch.no_grad():
         module(*args, **kwargs)  # warm
         for _ in range(BLOCKS):
-            bare.append(fastest())
-            with diagnosis():
-                module(*args, **kwargs)
-                diagnosed.append(fastest())
-    return min(bare), min(diagnosed)
+            measured[0].append(fastest())
+            for watch, times in zip(watches, measured[1:], strict=True):
+                with watch():
+                    module(*args, **kwargs)
+                    times.append(fastest())
+    return [min(times) for times in measured]
 
 
 def call_through():
@@ -112,11 +113,10 @@ def main(case_name: str) -> None:
     if module is None:
         print(json.dumps({"case": case_name, "model": None}))
         return
-    bare, diagnosed = seconds(module, args, kwargs, Diagnosis)
-    bare_again, through = seconds(module, args, kwargs, call_through)
+    bare, diagnosed, through = seconds(module, args, kwargs, Diagnosis, call_through)
     print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
                       "bare_s": bare, "diagnosed_s": diagnosed,
-                      "call_through_s": through * bare / bare_again}))  # fmt: skip
+                      "call_through_s": through}))  # fmt: skip
 
 
 if __name__ == "__main__":
