@@ -9,18 +9,21 @@ from shared.harness.explain.frames import ends_elsewhere
 from shared.harness.explain.messages import anchor_strength
 from shared.harness.explain.parse import Paste
 from shared.harness.explain.store import Catalog, bm25_scores
-from shared.harness.explain.text import canonical
+from shared.harness.explain.text import OTHER_DEVICE, canonical, message_family
 
 
 def claims(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer | None:
     """A case, only on evidence that decides: its message (specific, or generic with an anchor:
-    raise site, subject, project), or a generic message it declares itself the usual cause of;
-    nothing contradicting it."""
+    raise site, subject, project), or a generic message it declares itself the usual cause of
+    (a CPU/CUDA mechanism: none where a pasted message names another device); nothing
+    contradicting it."""
     standing = [h for h in hits if not h.contradicted]
     specific = [h for h in standing if not h.generic or h.anchored]
     if specific:
         found = _case_from_hits(specific, hits, paste.query, catalog)
         return None if ends_elsewhere(paste, found.matched, catalog) else found
+    if any(OTHER_DEVICE.search(line) and message_family(line)[0] for line in paste.lines):
+        return None
     found = _usual_cause_answer(paste.lines, paste.query, standing, catalog)
     return None if not found or ends_elsewhere(paste, found.matched, catalog) else found
 

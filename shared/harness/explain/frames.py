@@ -10,15 +10,15 @@ from shared.harness.explain.answer import Hit
 from shared.harness.explain.messages import find_hits, raise_site_matches
 from shared.harness.explain.parse import Paste, error_lines
 from shared.harness.explain.store import Catalog
-from shared.harness.explain.text import message_family, warning_site
+from shared.harness.explain.text import OTHER_DEVICE, message_family, warning_site
 
 
 def contradiction(hit: Hit, paste: Paste, catalog: Catalog) -> str:
     """What in the paste says this documented message is not this case's failure ("" if
     nothing): the innermost frame is a library function the case's message never comes from
     (its documented raise site elsewhere, or none: the case's own code calls the builtin), the
-    warning line says it was issued in a file the case's warning never comes from, the pasted
-    versions are documented as not failing."""
+    warning line says it was issued in a file the case's warning never comes from, the message
+    names a device no case runs on, the pasted versions are documented as not failing."""
     sig = next(s for s in catalog.signatures if (s.case, s.variant, s.where) ==
                (hit.case, hit.variant, hit.where))  # fmt: skip
     if hit.how == "message" and paste.innermost and not paste.innermost.startswith("torch/nn/") \
@@ -28,6 +28,9 @@ def contradiction(hit: Hit, paste: Paste, catalog: Catalog) -> str:
     if hit.how == "message" and site and sig.raised_in and not raise_site_matches(sig.raised_in,
                                                                                   site):
         return f"issued in {site}, where this case's warning never comes from"
+    device = OTHER_DEVICE.search(hit.line)
+    if hit.how == "message" and device:
+        return f"the message names the {device.group(1).lower()} device, where no case runs"
     mine = affected(catalog.cases[hit.case], hit.variant, paste.versions)
     if "documented as not failing" in mine:
         return mine

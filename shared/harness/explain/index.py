@@ -28,6 +28,7 @@ from shared.harness.explain.text import (
     MIN_CORRECTABLE,
     NAMES_NOTHING_WHY,
     NAN_WORD,
+    OTHER_DEVICE,
     PASTED_VERSION,
     SD2,
     SPELLING_CUTOFF,
@@ -87,6 +88,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "training_words": sorted(TRAINING_WORDS),
         "training_nan_why": TRAINING_NAN_WHY,
         "warning_site": WARNING_SITE.pattern,
+        "other_device": OTHER_DEVICE.pattern,  # case-insensitive
         "dtype_words": sorted(DTYPE_WORDS),
         "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},
         "case_bm25": bm25_table(catalog.case_docs),

@@ -45,10 +45,11 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("hardware", r"bf16 is only supported on a100", False),
     ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
     ("gradient-scaling", r"attempting to unscale fp16 gradients", False),
-    # FSDP1's: any unit holding two dtypes (peft's float32 adapters, a model's float32 norms)
-    ("distributed", r"must flatten tensors with uniform dtype", True),
-    ("distributed", r"fsdp expects uniform original parameter dtype", True),
-    ("distributed", r"flatparameter requires uniform dtype", True),
+    # FSDP1's: any unit holding two dtypes (peft's float32 adapters, a model's float32 norms),
+    # fsdp-lora-flat-dtype's mechanism, whose fix (one dtype per unit) applies to either
+    ("distributed", r"must flatten tensors with uniform dtype", False),
+    ("distributed", r"fsdp expects uniform original parameter dtype", False),
+    ("distributed", r"flatparameter requires uniform dtype", False),
     ("offload", r"you can't move a model that has some modules offloaded", False),
     ("meta-tensors", r"cannot copy out of meta tensor", True),
     ("quantization", r"\.to`? is not supported for `?4-bit`? or `?8-bit", False),
@@ -272,6 +273,9 @@ INTEGER_DTYPES = re.compile(r"\b(?:long|int|short|char|byte|bool)\b(?! or\b)")
 
 
 # Where Python's warnings module says a warning was issued: "path:line: SomeWarning: message".
+# A device no case runs on (every case runs on the CPU or CUDA): Apple's MPS, Intel's XPU,
+# Ascend's NPU, Gaudi's HPU. A documented message naming one is another check than the case's.
+OTHER_DEVICE = re.compile(r"\b(mps|xpu|npu|hpu)\b", re.IGNORECASE)
 WARNING_SITE = re.compile(r"^(?:[A-Za-z]:)?([^\s:]+\.py):\d+: \w*Warning:")
 
 
@@ -289,7 +293,8 @@ def warning_site(line: str) -> str:
 
 def innermost_library_frame(text: str) -> str:
     """The paste's innermost frame ("path:function", site-packages cut) where it is a library's:
-    the code that raised, when the traceback ends inside an installed package."""
+    the code that raised, when the traceback ends inside an installed package. A traceback that
+    no exception line follows was cut short: its last frame shown is no raise site ("")."""
     found = []
     plain = BOX.sub(" ", text)
     for pattern in FRAMES:
@@ -297,7 +302,9 @@ def innermost_library_frame(text: str) -> str:
                   for m in pattern.finditer(plain)]  # fmt: skip
     if not found:
         return ""
-    _, path, function = max(found)
+    start, path, function = max(found)
+    if not EXCEPTION.search(plain, start):
+        return ""
     for marker in ("site-packages/", "dist-packages/"):
         if marker in path:
             return f"{path.split(marker, 1)[-1]}:{function}"

@@ -43,6 +43,7 @@
       /but type ([\w.:]+) does not equal ([\w.:]+)/];
     const SIZE = index.differential_size;  // at most three candidates, of the three best
     const WARNING_SITE = new RegExp(index.warning_site);
+    const OTHER_DEVICE = new RegExp(index.other_device, "i");  // a device no case runs on
     const WITHOUT_NAN = new Set(index.without_nan);
 
     const cleanLines = (text) => text.split(/\r\n|\r|\n/).map((raw) =>
@@ -338,7 +339,8 @@
               (item[1] === best[1] && item[2] > best[2])))) best = item;
         }
       }
-      if (best === null) return "";
+      // A traceback that no exception line follows was cut short: its last frame is no raise site.
+      if (best === null || !EXCEPTION.test(plain.slice(best[0]))) return "";
       for (const marker of ["site-packages/", "dist-packages/"]) {
         const at = best[1].indexOf(marker);
         if (at >= 0) return `${best[1].slice(at + marker.length)}:${best[2]}`;
@@ -433,6 +435,10 @@
       if (hit.how === "message" && site && sig.raised_in && !raiseSiteMatches(sig.raised_in, site)) {
         return `issued in ${site}, where this case's warning never comes from`;
       }
+      const device = hit.line.match(OTHER_DEVICE);
+      if (hit.how === "message" && device) {
+        return `the message names the ${device[1].toLowerCase()} device, where no case runs`;
+      }
       if (documentedNotFailing(hit.case, hit.variant, paste.versions)) {
         return "your versions are documented as not failing: another mechanism?";
       }
@@ -460,6 +466,8 @@
         const found = caseFromHits(specific, hits, paste.query);
         return endsElsewhere(paste, found.matched) ? null : found;
       }
+      // Usual causes are CPU/CUDA mechanisms: none where a pasted message names another device.
+      if (paste.lines.some((line) => OTHER_DEVICE.test(line) && messageFamily(line)[0])) return null;
       const found = usualCauseAnswer(paste.lines, paste.query, standing);
       return !found || endsElsewhere(paste, found.matched) ? null : found;
     }
