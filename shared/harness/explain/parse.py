@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from shared.harness.explain.store import Catalog
@@ -50,6 +51,8 @@ class Paste:
 
 
 def parse(text: str, catalog: Catalog) -> Paste:
+    # Full-width punctuation as CJK input methods type it ("Input type （BFloat16）") read as ASCII.
+    text = unicodedata.normalize("NFKC", text)
     exceptions = [line for line in clean_lines(text) if EXCEPTION.search(line)]
     return Paste(text, error_lines(text, catalog), frames_of(text), innermost_library_frame(text),
                  tokens(text), exceptions[-1] if exceptions else "", pasted_versions(text))

@@ -84,10 +84,9 @@ def signatures(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> list[Signatu
 
 def _unanchored(pattern: str) -> str:
     """A documented regex found anywhere in a line, its final full stop optional (often lost),
-    and a quote opening or closing the message too (a title cut at 'Half, a quote dropped)."""
+    and its quotes too (users and titles drop them: `slow_conv2d_cpu not implemented for 'half`)."""
     pattern = re.sub(r"(\\[.!])?\$?$", "", pattern.removeprefix("^"))
-    return re.sub(r"^([\"'])|([\"'])$", lambda m: (m.group(1) or m.group(2)) + "?", pattern) + \
-        r"[.!]?"
+    return re.sub(r"(?<!\\)([\"'])", r"\1?", pattern) + r"[.!]?"
 
 
 def subject(case: Case) -> list[list[str]]:

@@ -25,11 +25,15 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
      r"\.\w+tensor)(?=[^)]*torch\.(?!cuda\.)\w+tensor)", True),
     ("device-placement", r"calling \.generate\(\) with the `?input_ids`? being on a device", True),
     ("device-placement", r"cannot generate a \w+ tensor from a generator of type", False),
-    ("device-placement", r"expected a '\w+' device type for generator", False),
+    # generator-device's, and a DataLoader sampler's CPU generator under a CUDA default tensor
+    # type (TextBPN-Plus-Plus#24): claimed only where an anchor (a frame, diffusers) says which
+    ("device-placement", r"expected a '\w+' device type for generator", True),
     ("overflow", r"invalid value encountered in cast", True),
     ("overflow", r"probability tensor contains either", True),
     ("unsupported-dtype", r"not implemented for '(?:half|bfloat16|complexhalf)'", False),
     ("unsupported-dtype", r"unsupported dtype (?:half|bfloat16)", True),
+    ("unsupported-dtype",
+     r"cufft only supports dimensions whose sizes are powers of two when computing in half", True),
     ("unsupported-dtype", r"flashattention only supports? fp16 and bf16", False),
     ("unsupported-dtype",
      r"flash attention 2(?:\.0)? only supports torch\.float16 and torch\.bfloat16", False),
@@ -40,6 +44,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
      False),
     ("hardware", r"cannot convert a mps tensor to float64 dtype", False),
     ("hardware", r"current cuda device does not support bfloat16", False),  # torch's autocast
+    # cuBLAS refusing a bfloat16 GEMM (CUDA_R_16BF): a GPU older than Ampere that runs no bf16
+    ("hardware", r"cublas_status_not_supported when calling `?cublas\w+\((?=.*cuda_r_16bf)", True),
     ("hardware", r"\b(?:bfloat16|float64|double)\b[\w ]{0,30} not supported on (?:the )?mps", False),
     ("hardware", r"bfloat16 is only supported on gpus with compute capability", False),
     ("hardware", r"bf16 is only supported on a100", False),
@@ -53,6 +59,7 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("offload", r"you can't move a model that has some modules offloaded", False),
     ("meta-tensors", r"cannot copy out of meta tensor", True),
     ("quantization", r"\.to`? is not supported for `?4-bit`? or `?8-bit", False),
+    ("quantization", r"calling `?cuda\(\)`? is not supported for `?4-bit`? or `?8-bit", False),
     ("quantization", r"cannot merge lora layers when the model is loaded in 8-bit", False),
 )
 # A NaN in training has several mechanisms the words of a description do not separate.

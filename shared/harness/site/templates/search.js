@@ -356,7 +356,9 @@
       return found;
     }
 
-    function parse(text) {
+    function parse(raw) {
+      // Full-width punctuation as CJK input methods type it ("Input type （BFloat16）") read as ASCII.
+      const text = raw.normalize("NFKC");
       const exceptions = cleanLines(text).filter((line) => EXCEPTION.test(line));
       return { text, lines: errorLines(text), frames: framesOf(text),
         innermost: innermostLibraryFrame(text), query: tokens(text),
