@@ -26,10 +26,10 @@ The steps, over one parsed paste (issue 31: a wrong claim is worse than none):
 5. **differential**: everything else that documented cases fit: at most three candidates, each
    with the check that tells it apart (`asks`), and the command that settles it on the user's
    own run (``nox -s diagnose -- your_script.py``). Symptom words only ever reach this step.
-6. **answer** (abstain): "no documented case" and the closest family (read from both sides of a
-   type message: two dtypes on one device are a dtype clash; where no error was pasted, never a
-   family whose every documented failure raises; a NaN, a family whose failures make one), or
-   nothing (a NaN in training: its mechanisms are not told apart by words); never a case from
+6. **answer** (abstain): "no documented case" and the closest family of an error (read from both
+   sides of a type message: two dtypes on one device are a dtype clash; a NaN, a family whose
+   failures make one), or nothing: a description without an error names no family (its words
+   fit several), and the command that names the module on the user's run; never a case from
    boilerplate. Its own exit code: 5 (``ExitCode.NO_MATCH``); a claim or a differential: 0.
 
 The package holds one module per step (parse, messages, frames, claims, differential, describe)

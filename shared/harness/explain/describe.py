@@ -82,9 +82,8 @@ def not_failing(case: Case) -> dict[str, list[list[list[str]]]]:
 
 
 def describe(found: Answer, catalog: Catalog, text: str, matrix_dir: Path = MATRIX_DIR) -> str:
-    if found.kind == "none":  # what told it apart, where it is more than that nothing fits
-        said = "" if found.sureness == "nothing fits" else f"\n  {found.sureness}"
-        return f"no documented case; closest: none{said}\n" + RUN_DIAGNOSE
+    if found.kind == "none":  # and why no family either
+        return f"no documented case; closest: none\n  {found.sureness}\n" + RUN_DIAGNOSE
     if found.kind == "family":
         return describe_family(found)
     if found.kind == "differential":

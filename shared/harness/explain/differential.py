@@ -9,11 +9,12 @@ from shared.harness.explain.messages import same_wording
 from shared.harness.explain.parse import Paste
 from shared.harness.explain.store import Catalog, bm25_scores, names_subject
 from shared.harness.explain.text import (
-    FAMILY_MIN_SCORE,
+    DESCRIPTION_WHY,
     NAMES_NOTHING_WHY,
     SYMPTOM_MIN_SCORE,
     TRAINING_NAN_WHY,
     TRAINING_WORDS,
+    UNKNOWN_ERROR_WHY,
     message_family,
     stems,
 )
@@ -58,21 +59,11 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
     if candidates:  # symptom words decide no family either: each candidate says its own
         return _differential_answer(candidates, "symptom words (they never decide alone)", "",
                                     "", catalog)
-    if not unknown_error and "nan" in said and TRAINING_WORDS & said:  # any family a guess
-        return Answer("none", "", TRAINING_NAN_WHY, step="abstain")
-    family_scores = bm25_scores(catalog.family_docs, paste.query)
-    if not unknown_error:  # no error pasted: never a family whose every failure raises
-        family_scores = {f: v for f, v in family_scores.items()
-                         if f not in catalog.raising_families}  # fmt: skip
-    if "nan" in said:  # a NaN is the failure: a family whose failures make one
-        family_scores = {f: v for f, v in family_scores.items() if f in catalog.nan_families}
-    best = max(family_scores, key=lambda f: (family_scores[f], f), default="")
-    if best and family_scores[best] >= FAMILY_MIN_SCORE:
-        why = "an error no case documents" if unknown_error else "symptom words"
-        found = _family_answer(best, why, catalog, scores)
-        found.candidates = [name for name in found.candidates if name not in ruled_out]
-        return found
-    return Answer("none", "", "nothing fits", step="abstain")  # never a case from boilerplate
+    # Words decide no family, as they decide no case: only a message does (above).
+    if unknown_error:
+        return Answer("none", "", UNKNOWN_ERROR_WHY, step="abstain")
+    training_nan = "nan" in said and TRAINING_WORDS & said
+    return Answer("none", "", TRAINING_NAN_WHY if training_nan else DESCRIPTION_WHY, step="abstain")
 
 
 DIFFERENTIAL_SIZE = DIFFERENTIAL_POOL = 3  # at most three candidates, of the three best
@@ -96,12 +87,8 @@ def asks(case: Case) -> str:
     return f"{head}? {rest}?" if rest else f"{head}?"
 
 
-def _family_answer(family: str, why: str, catalog: Catalog,
-                   scores: dict[str, float] | None = None) -> Answer:  # fmt: skip
-    """No documented case: the family, its cases listed best-fitting first (by the paste's words,
-    where given), else by name."""
-    scores = scores or {}
-    members = sorted((n for n, c in catalog.cases.items() if c.family == family),
-                     key=lambda n: (-scores.get(n, 0.0), n))  # fmt: skip
+def _family_answer(family: str, why: str, catalog: Catalog) -> Answer:
+    """No documented case: the family its message names, and its cases."""
+    members = sorted(n for n, c in catalog.cases.items() if c.family == family)
     return Answer("family", family, f"family, by {why}", candidates=members, family=family,
                   step="abstain")

@@ -30,7 +30,8 @@ def contradiction(hit: Hit, paste: Paste, catalog: Catalog) -> str:
         return f"issued in {site}, where this case's warning never comes from"
     device = OTHER_DEVICE.search(hit.line)
     if hit.how == "message" and device:
-        return f"the message names the {device.group(1).lower()} device, where no case runs"
+        name = (device.group(1) or device.group(2)).lower()
+        return f"the message names the {name} device, where no case runs"
     mine = affected(catalog.cases[hit.case], hit.variant, paste.versions)
     if "documented as not failing" in mine:
         return mine

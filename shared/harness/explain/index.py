@@ -19,11 +19,11 @@ from shared.harness.explain.store import (
 )
 from shared.harness.explain.text import (
     COMFY_BANNER,
+    DESCRIPTION_WHY,
     DTYPE_CLASS,
     DTYPE_WORDS,
     EXCLAIMED,
     FAMILY_MESSAGES,
-    FAMILY_MIN_SCORE,
     INTEGER_DTYPES,
     MIN_CORRECTABLE,
     NAMES_NOTHING_WHY,
@@ -37,6 +37,7 @@ from shared.harness.explain.text import (
     SYNONYMS,
     TRAINING_NAN_WHY,
     TRAINING_WORDS,
+    UNKNOWN_ERROR_WHY,
     UNORDERED,
     WARNING_SITE,
 )
@@ -80,19 +81,18 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "usual_cause": USUAL_CAUSE,
         "pasted_version": PASTED_VERSION.pattern,  # case-insensitive
         "differential_size": DIFFERENTIAL_SIZE,
-        "raising_families": sorted(catalog.raising_families),
         "diagnose": DIAGNOSE,
         "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
         "without_nan": sorted(catalog.without_nan),
-        "nan_families": sorted(catalog.nan_families),
         "training_words": sorted(TRAINING_WORDS),
         "training_nan_why": TRAINING_NAN_WHY,
+        "description_why": DESCRIPTION_WHY,
+        "unknown_error_why": UNKNOWN_ERROR_WHY,
         "warning_site": WARNING_SITE.pattern,
         "other_device": OTHER_DEVICE.pattern,  # case-insensitive
         "dtype_words": sorted(DTYPE_WORDS),
         "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},
         "case_bm25": bm25_table(catalog.case_docs),
-        "family_bm25": bm25_table(catalog.family_docs),
         "limits": {"min_correctable": MIN_CORRECTABLE, "spelling_cutoff": SPELLING_CUTOFF,
-                   "symptom_min": SYMPTOM_MIN_SCORE, "family_min": FAMILY_MIN_SCORE},
+                   "symptom_min": SYMPTOM_MIN_SCORE},
     })  # fmt: skip

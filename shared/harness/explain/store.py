@@ -128,13 +128,10 @@ class Catalog:
     signatures: list[Signature]
     vocabulary: list[str]  # the documented messages' words, for spelling correction
     case_docs: dict[str, list[str]]
-    family_docs: dict[str, list[str]]
     subjects: dict[str, list[list[str]]]
     projects: dict[str, str]  # the application project's name ("" for a library's)
     phrase_words: dict[str, set[str]]  # the symptom phrases' words, dtypes left out
     without_nan: set[str]  # cases whose symptom is explicitly no NaN ("no error, no NaN: ...")
-    nan_families: set[str]  # the families of the cases whose symptom is a NaN
-    raising_families: set[str]  # the families whose every documented failure is an exception
 
 
 def family_description(family: str) -> str:
@@ -146,49 +143,20 @@ def build_catalog(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> Catalog:
     vocabulary = sorted({w.lower() for s in sigs for p in s.patterns
                          for w in re.findall(r"[A-Za-z][A-Za-z0-9_]{%d,}" % (MIN_CORRECTABLE - 1),
                                              literal(p))})  # fmt: skip
-    case_docs, family_words = {}, {}
+    case_docs = {}
     for case in cases:
         words = " ".join([case.title, case.cause, case.summary, *case.phrases, *case.phrases,
                           case.fix, readme_text(case)[:3000]])  # fmt: skip
         case_docs[case.name] = tokens(words)
-        family_words.setdefault(case.family, []).append(" ".join([case.title, *case.phrases]))
-    family_docs = {}
-    for family in sorted({*FAMILIES, *EXTRA_FAMILIES}):
-        text = " ".join([family, family_description(family), *family_words.get(family, [])])
-        text += " " + " ".join(FAMILY_HINTS.get(family, ()))
-        family_docs[family] = tokens(text)
     subjects = {case.name: subject(case) for case in cases}
     projects = {c.name: application_project(c) for c in cases}
     phrase_words = {c.name: stems(tokens(" ".join(c.phrases))) - DTYPE_WORDS for c in cases}
     without_nan = {c.name for c in cases if NO_NAN.search(c.summary.split(":", 1)[0])}
-    nan_families = {c.family for c in cases if c.name not in without_nan
-                    and NAN.search(" ".join([c.summary, *c.phrases]))}  # fmt: skip
-    failures: dict[str, set[str]] = {}
-    for case in cases:
-        failures.setdefault(case.family, set()).update(
-            v.expectation.expect for v in case.variants if v.expectation.expect in FAILURES)
-    raising_families = {family for family, kinds in failures.items() if kinds == {"error"}}
-    return Catalog({c.name: c for c in cases}, sigs, vocabulary, case_docs, family_docs,
-                   subjects, projects, phrase_words, without_nan, nan_families,
-                   raising_families)  # fmt: skip
+    return Catalog({c.name: c for c in cases}, sigs, vocabulary, case_docs, subjects, projects,
+                   phrase_words, without_nan)  # fmt: skip
 
 
 NO_NAN = re.compile(r"\bno nan\b", re.IGNORECASE)  # in a summary's lead clause
-NAN = re.compile(r"\bnan\b", re.IGNORECASE)
-
-
-# What users write about each family when no message is pasted (the retrieval's family texts).
-FAMILY_HINTS = {
-    "overflow": ("black image nan fp16 float16 inf nan latents loss nan output all nan",
-                 "garbage gibberish output exclamation marks fp16 inference",),
-    "optimizer-numerics": ("bf16 weights do not change loss does not decrease adam updates",),
-    "quantization": ("4bit 8bit bitsandbytes qlora merge quantized",),
-    "hardware": ("gpu compute capability v100 t4 2080 1080 support supported supports "
-                 "requires a gpu cuda available",),
-    "device-placement": ("cpu cuda device moved gpu",),
-    "dtype-mix": ("dtype mismatch float half",),
-    "masks": ("attention mask padding",),
-}
 
 
 @cache

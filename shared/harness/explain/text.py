@@ -18,8 +18,11 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"expected query, key,? and value to have the same dtype", True),
     ("dtype-mix", r"expected attn_mask dtype to be bool", False),
     ("dtype-mix", r"expected tensor for argument #\d+ '\w+' to have the same type as tensor", True),
-    ("device-placement", r"input type \(torch\.(?:cuda\.)?\w+\) and weight type \(torch\.", True),
+    # the weight's type as torch.FloatTensor, or as the older CUDABFloat16Type
+    ("device-placement", r"input type \(torch\.(?:cuda\.)?\w+\) and weight type \((?:torch\.|cuda)",
+     True),
     ("device-placement", r"expected all tensors to be on the same device", True),
+    ("device-placement", r"input, output and indices must be on the current device", True),
     # torch < 1.0's argument check, a CPU and a CUDA tensor among the arguments it got
     ("device-placement", r"received an invalid combination of arguments - got \((?=[^)]*torch\.cuda"
      r"\.\w+tensor)(?=[^)]*torch\.(?!cuda\.)\w+tensor)", True),
@@ -58,6 +61,7 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("distributed", r"flatparameter requires uniform dtype", False),
     ("offload", r"you can't move a model that has some modules offloaded", False),
     ("meta-tensors", r"cannot copy out of meta tensor", True),
+    ("meta-tensors", r"is on the meta device, we need a `?value`? to put in", True),
     ("quantization", r"\.to`? is not supported for `?4-bit`? or `?8-bit", False),
     ("quantization", r"calling `?cuda\(\)`? is not supported for `?4-bit`? or `?8-bit", False),
     ("quantization", r"cannot merge lora layers when the model is loaded in 8-bit", False),
@@ -69,6 +73,18 @@ TRAINING_NAN_WHY = ("a NaN in training: a float16 activation overflowing, half-p
                     "without float32 master weights, or an optimizer step; the description does "
                     "not tell which: `python -m shared.culprit run --backward your_script.py` "
                     "names the first module or gradient that turned NaN")
+# A description without an error: on the held-out batches its words named another family as
+# often as the report's (black images from a float16 overflow and from a GPU that runs no
+# float16, precision lost, an offload bug), so, as they name no case, they name no family.
+DESCRIPTION_WHY = ("a description without an error: its words fit several families (a float16 "
+                   "overflow, a GPU that runs no float16 right, precision lost, an offload or "
+                   "optimizer bug) and decide none: `python -m shared.culprit run "
+                   "your_script.py` names the module, the mechanism and the case on your run")
+# An error no documented message and no family's message matches: its words would guess a
+# family as a description's would.
+UNKNOWN_ERROR_WHY = ("an error no documented case and no family's message matches: "
+                     "`python -m shared.culprit run your_script.py` names the module that raised "
+                     "it and the mechanism on your run")
 NAMES_NOTHING_WHY = ("a CUDA device-side assert names no failure: the assertion printed above "
                      "it (or a run with CUDA_LAUNCH_BLOCKING=1) says which")
 # Messages that keep no direction: the order of the two dtypes is the order met, not a role.
@@ -120,9 +136,9 @@ CUDA_MATMUL = re.compile(
     r"(?:struct )?(?:c10::)?(\w+)\s*!=\s*(?:struct )?(?:c10::)?(\w+)", re.IGNORECASE)  # fmt: skip
 # dtype words and their class: which side is half, float32, float64 survives the masking.
 DTYPE_CLASS = (
-    (r"(?:torch\.)?(?:cuda\.)?(?:half|bfloat16)tensor", "LOWT"),
-    (r"(?:torch\.)?(?:cuda\.)?floattensor", "F32T"),
-    (r"(?:torch\.)?(?:cuda\.)?doubletensor", "F64T"),
+    (r"(?:torch\.)?(?:cuda\.?)?(?:half|bfloat16)(?:tensor|type)", "LOWT"),  # CUDAHalfType too
+    (r"(?:torch\.)?(?:cuda\.?)?float(?:tensor|type)", "F32T"),
+    (r"(?:torch\.)?(?:cuda\.?)?double(?:tensor|type)", "F64T"),
     (r"(?:struct )?(?:c10::)?(?:complexhalf|half|bfloat16|float16|fp16|bf16|bloat16)", "LOW"),
     (r"(?:c10::)?(?:float|float32|fp32)", "F32"),
     (r"(?:c10::)?(?:double|float64)", "F64"),
@@ -143,7 +159,7 @@ EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\s?:")  # a pasted excepti
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 _WORD = re.compile(r"[a-z][a-z0-9_]*|<pad>|\d+[a-z]+", re.IGNORECASE)
 MIN_CORRECTABLE, SPELLING_CUTOFF = 5, 85  # a shorter word is too easily another one
-SYMPTOM_MIN_SCORE, FAMILY_MIN_SCORE = 2.0, 2.0  # BM25 scores below which nothing fits
+SYMPTOM_MIN_SCORE = 2.0  # the BM25 score below which a case is no candidate for a description
 
 
 def clean_lines(text: str) -> list[str]:
@@ -281,8 +297,10 @@ INTEGER_DTYPES = re.compile(r"\b(?:long|int|short|char|byte|bool)\b(?! or\b)")
 
 # Where Python's warnings module says a warning was issued: "path:line: SomeWarning: message".
 # A device no case runs on (every case runs on the CPU or CUDA): Apple's MPS, Intel's XPU,
-# Ascend's NPU, Gaudi's HPU. A documented message naming one is another check than the case's.
-OTHER_DEVICE = re.compile(r"\b(mps|xpu|npu|hpu)\b", re.IGNORECASE)
+# Ascend's NPU, Gaudi's HPU, as a message names the device it ran on (quoted, or with its
+# index: "(not 'mps')", "mps:0"), not a list of the devices a check accepts ("CUDA or NPU
+# devices"). A documented message naming one is another check than the case's.
+OTHER_DEVICE = re.compile(r"['\"](mps|xpu|npu|hpu)(?::\d+)?['\"]|\b(mps|xpu|npu|hpu):\d", re.IGNORECASE)
 WARNING_SITE = re.compile(r"^(?:[A-Za-z]:)?([^\s:]+\.py):\d+: \w*Warning:")
 
 

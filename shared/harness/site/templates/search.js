@@ -439,7 +439,7 @@
       }
       const device = hit.line.match(OTHER_DEVICE);
       if (hit.how === "message" && device) {
-        return `the message names the ${device[1].toLowerCase()} device, where no case runs`;
+        return `the message names the ${(device[1] || device[2]).toLowerCase()} device, where no case runs`;
       }
       if (documentedNotFailing(hit.case, hit.variant, paste.versions)) {
         return "your versions are documented as not failing: another mechanism?";
@@ -478,12 +478,9 @@
       kind: "differential", name: family, family, sureness: why, matched: line,
       candidates: ranked, questions: ranked.slice(0, SIZE).map((n) => index.cases[n].asks) });
 
-    // No documented case: the family, its cases best-fitting first (by the paste's words, where
-    // given), else by name.
-    const familyAnswer = (family, why, scores = {}) => ({ step: "abstain", kind: "family",
-      name: family, family, sureness: `family, by ${why}`, questions: [],
-      candidates: members(family).sort((a, b) => (scores[b] || 0) - (scores[a] || 0) ||
-        byName(a, b)) });
+    // No documented case: the family its message names, and its cases.
+    const familyAnswer = (family, why) => ({ step: "abstain", kind: "family", name: family,
+      family, sureness: `family, by ${why}`, questions: [], candidates: members(family).sort(byName) });
 
     function differential(paste, hits) {
       if (hits.length) {  // a generic message, or a documented one something contradicts
@@ -522,26 +519,12 @@
       if (candidates.length) {
         return differentialAnswer(candidates, "symptom words (they never decide alone)", "", "");
       }
-      if (!unknownError && said.has("nan") && index.training_words.some((w) => said.has(w))) {
-        return { step: "abstain", kind: "none", name: "", family: "", candidates: [],
-          sureness: index.training_nan_why, questions: [] };  // a NaN in training: any family a guess
-      }
-      const familyScores = bm25(index.family_bm25, paste.query);
-      let best = null;
-      for (const f of Object.keys(familyScores)) {
-        // No error pasted: never a family whose every documented failure raises.
-        if (!unknownError && index.raising_families.includes(f)) continue;
-        if (said.has("nan") && !index.nan_families.includes(f)) continue;  // NaN: a family making one
-        if (best === null || familyScores[f] > familyScores[best] ||
-            (familyScores[f] === familyScores[best] && f > best)) best = f;
-      }
-      if (best !== null && familyScores[best] >= LIMITS.family_min) {
-        const found = familyAnswer(best,
-          unknownError ? "an error no case documents" : "symptom words", scores);
-        return { ...found, candidates: found.candidates.filter((n) => !ruledOut.has(n)) };
-      }
-      return { step: "abstain", kind: "none", name: "", family: "", sureness: "nothing fits",
-        candidates: [], questions: [] };
+      // Words decide no family, as they decide no case: only a message does (above).
+      const training = said.has("nan") && index.training_words.some((w) => said.has(w));
+      const why = unknownError ? index.unknown_error_why
+        : training ? index.training_nan_why : index.description_why;
+      return { step: "abstain", kind: "none", name: "", family: "", sureness: why, candidates: [],
+        questions: [] };
     }
 
     return function explain(text) {
@@ -563,8 +546,7 @@
     list.dataset.step = found.step;  // the step that answered: claims, differential, abstain
     const diagnose = `Run it under diagnose: ${index.diagnose}`;
     if (found.kind === "none") {
-      const said = found.sureness === "nothing fits" ? "" : ` (${found.sureness})`;
-      status.textContent = `no documented case; closest: none${said}. ` + diagnose;
+      status.textContent = `no documented case; closest: none (${found.sureness}). ` + diagnose;
       return;
     }
     const item = document.createElement("li");
