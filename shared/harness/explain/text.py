@@ -12,6 +12,7 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"(?:mat1|self) and mat2 must have the same dtype", True),
     ("dtype-mix", r"expected (?:mat1|m1) and (?:mat2|m2) to have the same dtype", True),
     ("dtype-mix", r"expected scalar type \w+ but found \w+", True),
+    ("dtype-mix", r"expected object of scalar type \w+ but got scalar type \w+", True),  # torch 1.x
     ("dtype-mix", r"found dtype \w+ but expected \w+", True),
     ("dtype-mix", r"input type \((?:c10::|struct c10::)?\w+\) and (?:weight|bias) type", True),
     ("dtype-mix", r"index put requires the source and destination dtypes match", True),
@@ -22,6 +23,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("device-placement", r"input type \(torch\.(?:cuda\.)?\w+\) and weight type \((?:torch\.|cuda)",
      True),
     ("device-placement", r"expected all tensors to be on the same device", True),
+    ("device-placement",  # torch 1.x
+     r"expected object of (?:device type|backend) \w+ but got (?:device type|backend)", True),
     ("device-placement", r"input, output and indices must be on the current device", True),
     # torch < 1.0's argument check, a CPU and a CUDA tensor among the arguments it got
     ("device-placement", r"received an invalid combination of arguments - got \((?=[^)]*torch\.cuda"
