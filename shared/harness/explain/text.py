@@ -303,7 +303,8 @@ INTEGER_DTYPES = re.compile(r"\b(?:long|int|short|char|byte|bool)\b(?! or\b)")
 # Ascend's NPU, Gaudi's HPU, as a message names the device it ran on (quoted, or with its
 # index: "(not 'mps')", "mps:0"), not a list of the devices a check accepts ("CUDA or NPU
 # devices"). A documented message naming one is another check than the case's.
-OTHER_DEVICE = re.compile(r"['\"](mps|xpu|npu|hpu)(?::\d+)?['\"]|\b(mps|xpu|npu|hpu):\d", re.IGNORECASE)
+OTHER_DEVICE = re.compile(r"['\"](mps|xpu|npu|hpu)(?::\d+)?['\"]|\b(mps|xpu|npu|hpu):\d",
+                          re.IGNORECASE)
 WARNING_SITE = re.compile(r"^(?:[A-Za-z]:)?([^\s:]+\.py):\d+: \w*Warning:")
 
 
