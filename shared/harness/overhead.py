@@ -2,7 +2,8 @@
 against the same pass without, in a process of its own (``benchmark`` runs one per case).
 
     python -m shared.harness.overhead CASE
-        -> one JSON line: case, model, bare_s, diagnosed_s, call_through_s
+        -> one JSON line: case, model, bare_s, diagnosed_s, call_through_s, batch, batched_bare_s,
+           batched_diagnosed_s
 
 The case's first CPU-runnable passing variant runs once to build its model and inputs; the first
 outermost module call it makes (its model, its arguments) is then timed bare and diagnosed, both
@@ -14,6 +15,13 @@ Python work between two ops) would be measured instead of the diagnosis.
 through, the least any watch of every torch call costs (torch hands each call, a ``.dtype`` read
 too, to Python): the floor of the diagnosis's own overhead, which must watch inside forwards
 (SDPA's masks, fills and FFTs happen there).
+
+``batched_*``: the same pass with every tensor argument's batch (its first dimension) repeated
+``batch`` times, doubled until the bare pass lasts BATCHED_S (at most MAX_BATCH): the diagnosis
+costs per module call and per torch call, the model per element, so the ratio at the gallery's
+tiny sizes (each op a dispatch more than a computation) is its worst and this one nearer a real
+model's. None where the model refuses the repeated arguments (a first dimension that is no
+batch).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from shared.record import HARNESS_VARIABLE
 
 ROUNDS = 10
 BLOCKS = 3
+BATCHED_S, MAX_BATCH = 0.02, 1024
 
 
 def first_model_call(script) -> tuple:
@@ -92,6 +101,44 @@ def seconds(module, args, kwargs, *watches) -> list[float]:
     return [min(times) for times in measured]
 
 
+def batched(value, times: int):
+    """``value`` with each tensor's first dimension repeated ``times`` times, one level into
+    tuples, lists and dicts (0-d tensors and other values as they are)."""
+    import torch
+
+    def one(item):
+        if isinstance(item, torch.Tensor) and item.dim():
+            return item.repeat_interleave(times, dim=0)
+        return item
+
+    if isinstance(value, dict):
+        return {key: one(item) for key, item in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(one(item) for item in value)
+    return one(value)
+
+
+def batched_seconds(module, args, kwargs):
+    """(batch, bare seconds, diagnosed seconds) of the pass with its batch repeated, or
+    (batch, None, None) where the model refuses the repeated arguments."""
+    import torch
+
+    from shared.culprit.diagnose import Diagnosis
+
+    times, lasted = 1, 0.0
+    while lasted < BATCHED_S and times < MAX_BATCH:
+        times *= 2
+        bigger = batched(args, times), batched(kwargs, times)
+        try:
+            with torch.no_grad():
+                started = time.perf_counter()
+                module(*bigger[0], **bigger[1])
+                lasted = time.perf_counter() - started
+        except Exception:  # noqa: BLE001 - a first dimension that is no batch: nothing to measure
+            return times, None, None
+    return times, *seconds(module, *bigger, Diagnosis)
+
+
 def call_through():
     """A TorchFunctionMode that watches nothing: each call goes through unchanged."""
     from torch.overrides import TorchFunctionMode
@@ -114,9 +161,11 @@ def main(case_name: str) -> None:
         print(json.dumps({"case": case_name, "model": None}))
         return
     bare, diagnosed, through = seconds(module, args, kwargs, Diagnosis, call_through)
+    times, batched_bare, batched_diagnosed = batched_seconds(module, args, kwargs)
     print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
-                      "bare_s": bare, "diagnosed_s": diagnosed,
-                      "call_through_s": through}))  # fmt: skip
+                      "bare_s": bare, "diagnosed_s": diagnosed, "call_through_s": through,
+                      "batch": times, "batched_bare_s": batched_bare,
+                      "batched_diagnosed_s": batched_diagnosed}))  # fmt: skip
 
 
 if __name__ == "__main__":
