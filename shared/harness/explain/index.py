@@ -31,6 +31,7 @@ from shared.harness.explain.text import (
     OTHER_DEVICE,
     PASTED_VERSION,
     SD2,
+    SDXL_FILE,
     SPELLING_CUTOFF,
     STOPWORDS,
     SYMPTOM_MIN_SCORE,
@@ -65,6 +66,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "names_nothing": NAMES_NOTHING.pattern,  # case-insensitive
         "names_nothing_why": NAMES_NOTHING_WHY,
         "sd2": SD2.pattern,  # case-insensitive
+        "sdxl_file": SDXL_FILE.pattern,  # case-insensitive
         "comfy_banner": COMFY_BANNER.pattern,
         "exclaimed": EXCLAIMED.pattern,
         "nan_word": NAN_WORD.pattern,  # case-insensitive

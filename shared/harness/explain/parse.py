@@ -53,6 +53,10 @@ class Paste:
 def parse(text: str, catalog: Catalog) -> Paste:
     # Full-width punctuation as CJK input methods type it ("Input type （BFloat16）") read as ASCII.
     text = unicodedata.normalize("NFKC", text)
-    exceptions = [line for line in clean_lines(text) if EXCEPTION.search(line)]
+    lines = clean_lines(text)
+    # An exception line that ends at its colon has its message on the next line (wrapped).
+    exceptions = [f"{line} {after}" if line.endswith(":") else line
+                  for line, after in zip(lines, [*lines[1:], ""], strict=True)
+                  if EXCEPTION.search(line)]  # fmt: skip
     return Paste(text, error_lines(text, catalog), frames_of(text), innermost_library_frame(text),
                  tokens(text), exceptions[-1] if exceptions else "", pasted_versions(text))

@@ -40,6 +40,7 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("unsupported-dtype", r"unsupported dtype (?:half|bfloat16)", True),
     ("unsupported-dtype",
      r"cufft only supports dimensions whose sizes are powers of two when computing in half", True),
+    ("unsupported-dtype", r"cufft doesn'?t support tensor of type: (?:bfloat16|half)", True),
     ("unsupported-dtype", r"flashattention only supports? fp16 and bf16", False),
     ("unsupported-dtype",
      r"flash attention 2(?:\.0)? only supports torch\.float16 and torch\.bfloat16", False),
@@ -56,6 +57,10 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("hardware", r"bfloat16 is only supported on gpus with compute capability", False),
     ("hardware", r"bf16 is only supported on a100", False),
     ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
+    # torch's own, mixed precision asked where torch sees no CUDA: they disable themselves
+    ("hardware", r"gradscaler is enabled, but cuda is not available", True),
+    ("hardware", r"user provided device_type of 'cuda', but cuda is not available", True),
+    ("hardware", r"cuda is not available or torch_xla is imported\. disabling autocast", True),
     ("gradient-scaling", r"attempting to unscale fp16 gradients", False),
     # FSDP1's: any unit holding two dtypes (peft's float32 adapters, a model's float32 norms),
     # fsdp-lora-flat-dtype's mechanism, whose fix (one dtype per unit) applies to either
@@ -110,7 +115,9 @@ SYNONYMS = (
     ("pad", "padding", "<pad>"),
     ("lora", "adapter", "adapters"),
     ("rope", "rotary"),
-    ("t5", "mt5", "umt5"),  # T5's multilingual versions share its float16 overflow
+    # T5's multilingual and byte-level versions share its float16 overflow; "t5encoder" as a
+    # lowercase class or file name spells it
+    ("t5", "mt5", "umt5", "byt5", "t5encoder"),
     ("loss", "losses"),
 )
 # Words a title names that are no subject: libraries, dtypes, devices, glue.
@@ -153,6 +160,8 @@ CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z][a-z])")  # where a space goes in T5Mo
 # Stable Diffusion 2.x as users write it (SD 2.1, sd21, stable-diffusion-2-1): one word, sd2,
 # that the "sd" synonyms (SDXL's) do not take; the digits would otherwise be dropped.
 SD2 = re.compile(r"\b(?:sd|stable[ _-]?diffusion)[ _-]?v?2(?:\.[01x]|1)?\b", re.IGNORECASE)
+# SDXL as its checkpoint files spell it (sd_xl_base_1.0.safetensors, sd_xl_refiner_1.0).
+SDXL_FILE = re.compile(r"\bsd_xl(?=_|\b)", re.IGNORECASE)
 # A run of exclamation marks is what a float16 model that overflowed writes (token 0 of many
 # vocabularies): a word for it, as users write it; ComfyUI's exception banner is no such output.
 COMFY_BANNER = re.compile(r"!!! Exception during processing !!!")
@@ -219,7 +228,7 @@ def literal(pattern: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Lowercase words, "Gemma 3" joined to "gemma3", each with its synonyms' group words."""
-    text = SD2.sub(" sd2 ", COMFY_BANNER.sub(" ", text))
+    text = SDXL_FILE.sub(" sdxl ", SD2.sub(" sd2 ", COMFY_BANNER.sub(" ", text)))
     text = NAN_WORD.sub(" nan ", EXCLAIMED.sub(" exclamation ", text))
     text = re.sub(r"\b([A-Za-z]{3,}) (\d)\b(?![.\d])", r"\1\2", text)
     text = CAMEL.sub(" ", text)  # T5Model: T5 Model

@@ -28,6 +28,7 @@
     const CLASSES = /\b(?:CUDA)?(?:LOW|F32|F64)T?\b/g;
     const UNORDERED = new RegExp(index.unordered, "i");
     const SD2 = new RegExp(index.sd2, "gi");  // Stable Diffusion 2.x as users write it: one word
+    const SDXL_FILE = new RegExp(index.sdxl_file, "gi");  // sd_xl_base_1.0.safetensors
     const COMFY_BANNER = new RegExp(index.comfy_banner, "g");  // ComfyUI's, no model output
     const EXCLAIMED = new RegExp(index.exclaimed, "g");  // what an overflowed float16 model writes
     const NAN_WORD = new RegExp(index.nan_word, "gi");  // "NaNs" is no camel-case "Na Ns"
@@ -84,7 +85,7 @@
     }
 
     function tokens(text) {
-      text = text.replace(COMFY_BANNER, " ").replace(SD2, " sd2 ")
+      text = text.replace(COMFY_BANNER, " ").replace(SD2, " sd2 ").replace(SDXL_FILE, " sdxl ")
         .replace(EXCLAIMED, " exclamation ").replace(NAN_WORD, " nan ")
         .replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
         .replace(CAMEL, " ");
@@ -359,7 +360,11 @@
     function parse(raw) {
       // Full-width punctuation as CJK input methods type it ("Input type （BFloat16）") read as ASCII.
       const text = raw.normalize("NFKC");
-      const exceptions = cleanLines(text).filter((line) => EXCEPTION.test(line));
+      const lines = cleanLines(text);
+      // An exception line that ends at its colon has its message on the next line (wrapped).
+      const exceptions = lines.map((line, i) => [line, lines[i + 1] || ""])
+        .filter(([line]) => EXCEPTION.test(line))
+        .map(([line, after]) => (line.endsWith(":") ? `${line} ${after}` : line));
       return { text, lines: errorLines(text), frames: framesOf(text),
         innermost: innermostLibraryFrame(text), query: tokens(text),
         lastException: exceptions.length ? exceptions[exceptions.length - 1] : "",
