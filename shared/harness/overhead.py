@@ -131,6 +131,7 @@ def batched_seconds(module, args, kwargs):
         bigger = batched(args, times), batched(kwargs, times)
         try:
             with torch.no_grad():
+                module(*bigger[0], **bigger[1])  # a first pass at a new size is slower
                 started = time.perf_counter()
                 module(*bigger[0], **bigger[1])
                 lasted = time.perf_counter() - started
