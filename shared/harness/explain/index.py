@@ -32,6 +32,7 @@ from shared.harness.explain.text import (
     PASTED_VERSION,
     SD2,
     SDXL_FILE,
+    SIDE_DEVICES,
     SPELLING_CUTOFF,
     STOPWORDS,
     SYMPTOM_MIN_SCORE,
@@ -67,6 +68,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "names_nothing_why": NAMES_NOTHING_WHY,
         "sd2": SD2.pattern,  # case-insensitive
         "sdxl_file": SDXL_FILE.pattern,  # case-insensitive
+        "side_devices": SIDE_DEVICES,
         "comfy_banner": COMFY_BANNER.pattern,
         "exclaimed": EXCLAIMED.pattern,
         "nan_word": NAN_WORD.pattern,  # case-insensitive

@@ -271,17 +271,21 @@ TYPE_SIDES = (re.compile(r"input type \(([^)]*)\) and (?:weight|bias) type \(([^
               re.compile(r"but type ([\w.:]+) does not equal ([\w.:]+)"))  # fmt: skip
 
 
-def operand_sides(low: str) -> list[tuple[bool, str]]:
-    """Both tensor types a type message names, (on CUDA, dtype class) each: the family is read
-    from both sides ("torch.cuda.HalfTensor" against "torch.cuda.FloatTensor": a dtype clash)."""
+SIDE_DEVICES = ("cuda", "mps", "xpu")  # a tensor type naming none of them is a CPU tensor's
+
+
+def operand_sides(low: str) -> list[tuple[str, str]]:
+    """Both tensor types a type message names, (device, dtype class) each: the family is read
+    from both sides ("torch.cuda.HalfTensor" against "torch.cuda.FloatTensor": a dtype clash;
+    "MPSFloatType" against "torch.FloatTensor": a placement clash)."""
     for pattern in TYPE_SIDES:
         if found := pattern.search(low):
             sides = []
             for side in found.groups():
-                match = _DTYPE.search(side.replace("cuda", " "))
+                match = _DTYPE.search(re.sub("|".join(SIDE_DEVICES), " ", side))
                 dtype = next((DTYPE_CLASS[int(k[1:])][1].rstrip("T") for k, v in
                               match.groupdict().items() if v), "") if match else ""  # fmt: skip
-                sides.append(("cuda" in side, dtype))
+                sides.append((next((d for d in SIDE_DEVICES if d in side), "cpu"), dtype))
             return sides
     return []
 

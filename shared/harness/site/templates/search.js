@@ -163,13 +163,13 @@
         const found = low.match(pattern);
         if (!found) continue;
         return [found[1], found[2]].map((side) => {
-          const m = side.replaceAll("cuda", " ").match(DTYPE_ONE);
+          const m = side.replace(new RegExp(index.side_devices.join("|"), "g"), " ").match(DTYPE_ONE);
           let dtype = "";
           if (m) {
             const key = Object.keys(m.groups).find((k) => m.groups[k] !== undefined);
             dtype = index.dtype_class[Number(key.slice(1))][1].replace(/T+$/, "");
           }
-          return [side.includes("cuda"), dtype];
+          return [index.side_devices.find((d) => side.includes(d)) || "cpu", dtype];
         });
       }
       return [];
