@@ -42,13 +42,17 @@ def named(first, case: str) -> bool:
     return (first.kind == "case" and first.name == case) or case in first.candidates[:3]
 
 
-def score(items: list[dict], in_tree: set[str]) -> tuple[dict[str, tuple[int, int]], list[str]]:
+def score(items: list[dict], in_tree: set[str],
+          first_answer=None) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    """The measures and the misses; ``first_answer(text)``: explain's first answer (a caller
+    that already holds them passes its own)."""
+    first_answer = first_answer or (lambda text: explain(text)[0])
     counts = {m: [0, 0] for m in ("claims right", "covered errors, right case first",
                                   "symptoms, right case among candidates",
                                   "uncovered claimed", "wrong family")}  # fmt: skip
     misses = []
     for report in items:
-        first = explain(report["text"])[0]
+        first = first_answer(report["text"])
         case, covered = report["case"], report["case"] in in_tree
         claimed = first.kind == "case"
         if claimed:
