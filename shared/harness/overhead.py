@@ -118,12 +118,10 @@ def batched(value, times: int):
     return one(value)
 
 
-def batched_seconds(module, args, kwargs):
-    """(batch, bare seconds, diagnosed seconds) of the pass with its batch repeated, or
+def batched_seconds(module, args, kwargs, watch):
+    """(batch, bare seconds, seconds under ``watch()``) of the pass with its batch repeated, or
     (batch, None, None) where the model refuses the repeated arguments."""
     import torch
-
-    from shared.culprit.diagnose import Diagnosis
 
     times, lasted = 1, 0.0
     while lasted < BATCHED_S and times < MAX_BATCH:
@@ -137,7 +135,7 @@ def batched_seconds(module, args, kwargs):
                 lasted = time.perf_counter() - started
         except Exception:  # noqa: BLE001 - a first dimension that is no batch: nothing to measure
             return times, None, None
-    return times, *seconds(module, *bigger, Diagnosis)
+    return times, *seconds(module, *bigger, watch)
 
 
 def call_through():
@@ -162,7 +160,7 @@ def main(case_name: str) -> None:
         print(json.dumps({"case": case_name, "model": None}))
         return
     bare, diagnosed, through = seconds(module, args, kwargs, Diagnosis, call_through)
-    times, batched_bare, batched_diagnosed = batched_seconds(module, args, kwargs)
+    times, batched_bare, batched_diagnosed = batched_seconds(module, args, kwargs, Diagnosis)
     print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
                       "bare_s": bare, "diagnosed_s": diagnosed, "call_through_s": through,
                       "batch": times, "batched_bare_s": batched_bare,

@@ -272,6 +272,7 @@ TYPE_SIDES = (re.compile(r"input type \(([^)]*)\) and (?:weight|bias) type \(([^
 
 
 SIDE_DEVICES = ("cuda", "mps", "xpu")  # a tensor type naming none of them is a CPU tensor's
+_SIDE_DEVICE = re.compile("|".join(SIDE_DEVICES))
 
 
 def operand_sides(low: str) -> list[tuple[str, str]]:
@@ -282,7 +283,7 @@ def operand_sides(low: str) -> list[tuple[str, str]]:
         if found := pattern.search(low):
             sides = []
             for side in found.groups():
-                match = _DTYPE.search(re.sub("|".join(SIDE_DEVICES), " ", side))
+                match = _DTYPE.search(_SIDE_DEVICE.sub(" ", side))
                 dtype = next((DTYPE_CLASS[int(k[1:])][1].rstrip("T") for k, v in
                               match.groupdict().items() if v), "") if match else ""  # fmt: skip
                 sides.append((next((d for d in SIDE_DEVICES if d in side), "cpu"), dtype))
@@ -311,13 +312,13 @@ def message_family(line: str) -> tuple[str, bool]:
 INTEGER_DTYPES = re.compile(r"\b(?:long|int|short|char|byte|bool)\b(?! or\b)")
 
 
-# Where Python's warnings module says a warning was issued: "path:line: SomeWarning: message".
 # A device no case runs on (every case runs on the CPU or CUDA): Apple's MPS, Intel's XPU,
 # Ascend's NPU, Gaudi's HPU, as a message names the device it ran on (quoted, or with its
 # index: "(not 'mps')", "mps:0"), not a list of the devices a check accepts ("CUDA or NPU
 # devices"). A documented message naming one is another check than the case's.
 OTHER_DEVICE = re.compile(r"['\"](mps|xpu|npu|hpu)(?::\d+)?['\"]|\b(mps|xpu|npu|hpu):\d",
                           re.IGNORECASE)
+# Where Python's warnings module says a warning was issued: "path:line: SomeWarning: message".
 WARNING_SITE = re.compile(r"^(?:[A-Za-z]:)?([^\s:]+\.py):\d+: \w*Warning:")
 
 

@@ -45,6 +45,7 @@
     const SIZE = index.differential_size;  // at most three candidates, of the three best
     const WARNING_SITE = new RegExp(index.warning_site);
     const OTHER_DEVICE = new RegExp(index.other_device, "i");  // a device no case runs on
+    const SIDE_DEVICE = new RegExp(index.side_devices.join("|"), "g");  // a tensor type's device
     const WITHOUT_NAN = new Set(index.without_nan);
 
     const cleanLines = (text) => text.split(/\r\n|\r|\n/).map((raw) =>
@@ -163,7 +164,7 @@
         const found = low.match(pattern);
         if (!found) continue;
         return [found[1], found[2]].map((side) => {
-          const m = side.replace(new RegExp(index.side_devices.join("|"), "g"), " ").match(DTYPE_ONE);
+          const m = side.replace(SIDE_DEVICE, " ").match(DTYPE_ONE);
           let dtype = "";
           if (m) {
             const key = Object.keys(m.groups).find((k) => m.groups[k] !== undefined);
