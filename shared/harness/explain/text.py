@@ -13,6 +13,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"expected (?:mat1|m1) and (?:mat2|m2) to have the same dtype", True),
     ("dtype-mix", r"expected scalar type \w+ but found \w+", True),
     ("dtype-mix", r"expected object of scalar type \w+ but got scalar type \w+", True),  # torch 1.x
+    ("dtype-mix", r"expected type torch\.(?:cuda\.)?\w+tensor but got torch\.(?:cuda\.)?\w+tensor",
+     True),  # torch 1.0's TensorIterator
     ("dtype-mix", r"found dtype \w+ but expected \w+", True),
     ("dtype-mix", r"input type \((?:c10::|struct c10::)?\w+\) and (?:weight|bias) type", True),
     ("dtype-mix", r"index put requires the source and destination dtypes match", True),
@@ -36,6 +38,10 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("device-placement", r"expected a '\w+' device type for generator", True),
     ("overflow", r"invalid value encountered in cast", True),
     ("overflow", r"probability tensor contains either", True),
+    # GradScaler's own kernels refusing half gradients (bfloat16 ones on torch < 2.3): its
+    # machinery, not a missing op of the model's
+    ("gradient-scaling",
+     r"_amp_(?:foreach_non_finite_check_and_unscale|update_scale)\w*\"? not implemented for", False),
     ("unsupported-dtype", r"not implemented for '(?:half|bfloat16|complexhalf)'", False),
     ("unsupported-dtype", r"unsupported dtype (?:half|bfloat16)", True),
     ("unsupported-dtype",
