@@ -14,6 +14,7 @@ import torch
 from conftest import ROOT
 from torch import nn
 from torch.nn import functional as F
+from torch.overrides import TorchFunctionMode
 
 from shared.culprit import (
     FlatParamWatch,
@@ -178,6 +179,29 @@ def test_only_a_float_mask_of_zeros_and_ones_is_a_hazard(mask, flagged):
     with OpWatch() as ops:
         F.scaled_dot_product_attention(query, query, query, attn_mask=mask)
     assert [h.kind for h in ops.found] == (["float-attention-mask"] if flagged else [])
+
+
+def test_op_watch_steps_off_the_mode_stack_only_where_it_is_the_innermost_mode():
+    class Other(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with OpWatch() as ops:
+        with Other():
+            assert not ops.pause()  # another mode above it: both stay where they are
+        assert ops.pause()
+        with contextlib.suppress(RuntimeError):  # not watched while off the stack
+            torch.fft.fftn(torch.randn(8, 8, dtype=torch.bfloat16))
+        assert ops.found == []
+        ops.resume()
+        with contextlib.suppress(RuntimeError):
+            torch.fft.fftn(torch.randn(8, 8, dtype=torch.bfloat16))
+        assert [h.kind for h in ops.found] == ["half-fft"]
+        assert ops.pause()  # left at exit while off the stack: nothing else is popped
+    with Other() as outer:
+        with OpWatch() as ops:
+            ops.pause()
+        assert torch.overrides._get_current_function_mode() is outer
 
 
 def test_op_watch_records_a_half_fft_and_not_a_float32_one():

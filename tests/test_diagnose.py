@@ -102,6 +102,21 @@ def test_an_uncaught_exception_prints_its_traceback_and_exits_1(tmp_path):
     assert record["problem"]["kind"] == "error" and record["problem"]["case"] is None
 
 
+def test_a_call_after_the_watched_ones_gets_a_note_and_every_call_names_it(tmp_path):
+    script = SCRIPTS / "cached_path_float64.py"
+    failing = next(number for number, line in enumerate(script.read_text().splitlines(), 1)
+                   if "torch.matmul(q, table)" in line)  # fmt: skip
+    # The model's fifth call raises inside its forward, where no module boundary sees it.
+    _, record = diagnose(script.name, tmp_path=tmp_path)
+    assert record["problem"]["kind"] == "error"  # the error only: the call itself went unseen
+    assert [n for n in record["notes"] if "CachedDecoder's call 5" in n and "--every-call" in n]
+    _, record = diagnose("--every-call", script.name, tmp_path=tmp_path)
+    problem = record["problem"]
+    assert (problem["kind"], problem["line"]) == ("failed-op", failing)
+    assert problem["mechanism"] == MECHANISMS["float64-data"].text
+    assert record["notes"] == []
+
+
 # Variants whose hazard only a profile-function watcher sees (FSDP1 flattening, GradScaler's
 # unscale_, TrainingArguments' precision), run by hand: (case/variant, the hazard named or None).
 PROFILED = [

@@ -24,25 +24,29 @@ except ModuleNotFoundError as missing:  # no torch in this environment: bad inpu
           file=sys.stderr)  # fmt: skip
     raise SystemExit(USAGE_ERROR) from None
 
-RUN_USAGE = """usage: python -m shared.culprit run [--backward] [--json FILE] SCRIPT [ARGS...]
-       python -m shared.culprit run [--backward] [--json FILE] -m MODULE [ARGS...]
+RUN_USAGE = """usage: python -m shared.culprit run [OPTIONS] SCRIPT [ARGS...]
+       python -m shared.culprit run [OPTIONS] -m MODULE [ARGS...]
 
 Run a script (or a module, as python -m does) unmodified under the gallery's global watchers, as
 python -m cProfile runs one; report the first dtype/device mismatch, inf/NaN producer or hazard
 on stderr: the module, the mechanism, and the case that documents it with its fix. The script's
 own output and exit status pass through unchanged.
+options:
   --backward   also watch gradients: the first non-finite one
+  --every-call watch the torch calls inside every call of a model, not only its first three
   --json FILE  write {"problem": null} or {"problem": {kind, module, file, line, detail,
                mechanism, case, family}} (and "notes") to FILE"""
 
 
 def run_main(argv: list[str]) -> int:
     """``python -m shared.culprit run ...``: options up to the script; the rest is its own."""
-    backward, json_path, module = False, None, False
+    backward, every_call, json_path, module = False, False, None, False
     while argv and argv[0].startswith("-"):
         option, argv = argv[0], argv[1:]
         if option == "--backward":
             backward = True
+        elif option == "--every-call":
+            every_call = True
         elif option == "--json" and argv:
             json_path, argv = argv[0], argv[1:]
         elif option.startswith("--json="):
@@ -62,7 +66,8 @@ def run_main(argv: list[str]) -> int:
     if not module and not Path(argv[0]).is_file():
         print(f"error: no script {argv[0]}", file=sys.stderr)
         return USAGE_ERROR
-    return run(argv[0], argv[1:], module=module, backward=backward, json_path=json_path)
+    return run(argv[0], argv[1:], module=module, backward=backward, json_path=json_path,
+               every_call=every_call)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,7 +38,7 @@ from shared.culprit.finders import (
     optimizer_hazards,
     pipeline_hazards,
 )
-from shared.culprit.guards import MismatchGuard, NonFiniteGuard, unwatched
+from shared.culprit.guards import GuardedCalls, MismatchGuard, NonFiniteGuard, unwatched
 from shared.culprit.tensors import dtype_name, full_path, live_parents, tensors_of
 from shared.culprit.watchers import TORCH_DIR, FailedOp, OpWatch, ProfileWatches, seen_hazards
 from shared.hazards import (
@@ -55,6 +55,9 @@ from shared.hazards import (
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "cases"  # in a clone; absent when installed
 HERE = str(Path(__file__).resolve().parent)
+# A model's first calls, whose forwards have every torch call watched (OpWatch); the later ones
+# run the same code, with the module hooks only (the watch of every call costs most).
+FULLY_WATCHED_CALLS = 3
 # Process starts (sys.audit events): what runs in a child is not watched here.
 SPAWN_EVENTS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec",
                 "subprocess.Popen")  # fmt: skip
@@ -83,7 +86,8 @@ class Diagnosis:
     :meth:`problem` names the first problem, or None. ``backward=True`` also watches gradients
     for the first non-finite one."""
 
-    def __init__(self, backward: bool = False, profiled: ProfileWatches | None = None):
+    def __init__(self, backward: bool = False, profiled: ProfileWatches | None = None,
+                 every_call: bool = False):  # fmt: skip
         self.guard = MismatchGuard()
         self.values = NonFiniteGuard(gradients=backward)
         self.ops = OpWatch()
@@ -92,11 +96,18 @@ class Diagnosis:
         self.profiled = ProfileWatches.of_registry() if profiled is None else profiled
         self.spawned: list[str] = []  # process starts seen: their work is not watched here
         self._created: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module: (f, l)
-        self._depth = 0  # module calls in progress
-        self._given: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # outermost in
-        self._returned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # ... out
+        self._given = _TensorsSeen()  # what outermost calls were given
+        self._returned = _TensorsSeen()  # ... and returned
         self._roots: weakref.WeakSet = weakref.WeakSet()  # modules called outermost
+        # A model's forward runs the same code call after call: the torch calls inside it are
+        # watched on its first FULLY_WATCHED_CALLS calls (every_call: on all of them).
+        self.every_call = every_call
+        self._calls_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # root: calls
+        self._ops_paused = False  # during the outermost call now running
+        self.unwatched_failure = ""  # a model's call that raised while its torch calls were not
         self.watchers = (self.guard, self.values, self.ops, self.profiled)
+        # Both guards, and the outermost calls' bookkeeping, under the fewest hooks.
+        self._calls = GuardedCalls(self.guard, self.values, self._entering, self._leaving)
         self._stack = contextlib.ExitStack()
         self._active = False
         self.seen: list[dict] = []  # noted hazards (NOTED_HAZARDS) of the models held
@@ -104,18 +115,14 @@ class Diagnosis:
 
     def __enter__(self):
         stack = self._stack.__enter__()
-        # Its own global hooks first: the first pre-hook of an outermost call pauses the
-        # profile function, which would otherwise see the watchers' hooks run.
+        # Where each module is made; then every call (GuardedCalls: the first pre-hook of an
+        # outermost call pauses the profile function, which would otherwise see each hook run).
         for handle in (
-            torch_module.register_module_forward_pre_hook(self._entering),
-            torch_module.register_module_forward_hook(
-                self._leaving, with_kwargs=True, always_call=True
-            ),
             torch_module.register_module_parameter_registration_hook(self._registered),
             torch_module.register_module_module_registration_hook(self._registered),
         ):
             stack.callback(handle.remove)
-        for watcher in self.watchers:
+        for watcher in (self._calls, self.ops, self.profiled):
             stack.enter_context(watcher)
         self._active = True
         stack.callback(setattr, self, "_active", False)
@@ -127,27 +134,32 @@ class Diagnosis:
 
     # --- global hooks --------------------------------------------------------------------------
 
-    def _entering(self, module: nn.Module, args: tuple) -> None:
-        if not self._depth:
-            self.profiled.pause()  # until the outermost call returns
-        self._depth += 1
+    def _entering(self, module: nn.Module) -> None:
+        """An outermost module call begins."""
+        self.profiled.pause()  # until it returns
+        calls = self._calls_of[module] = self._calls_of.get(module, 0) + 1
+        if calls > FULLY_WATCHED_CALLS and not self.every_call:
+            self._ops_paused = self.ops.pause()
 
-    def _leaving(self, module: nn.Module, args: tuple, *rest) -> None:
-        # (kwargs, output) after a return; torch gives (output) alone after an exception.
-        kwargs, output = rest if len(rest) == 2 else ({}, rest[-1] if rest else None)
-        self._depth = max(self._depth - 1, 0)
-        if self._depth:
-            return
+    def _leaving(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
+        """An outermost module call ends (output None after an exception)."""
+        if self._ops_paused:
+            self._ops_paused = False
+            self.ops.resume()
+            if output is None and sys.exc_info()[0] is not None and not self.unwatched_failure:
+                calls = self._calls_of.get(module, 0)
+                self.unwatched_failure = f"{type(module).__name__}'s call {calls}"
         # An outermost call: what the script gave a model, and what a model gave back.
-        self._roots.add(module)
+        if self._calls_of.get(module) == 1:
+            self._roots.add(module)
         with contextlib.suppress(Exception), unwatched():
             for value in (*args, *kwargs.values()):
                 for tensor in tensors_of(value):
-                    self._given[id(tensor)] = tensor
+                    self._given.add(tensor)
                     if not tensor.is_floating_point() and tensor.dim() >= 1:  # token ids
                         self.longest = max(self.longest, tensor.shape[-1])
             for tensor in tensors_of(output):
-                self._returned[id(tensor)] = tensor
+                self._returned.add(tensor)
         self.profiled.resume()  # last: the profile function would see each call above
 
     def _registered(self, module: nn.Module, name: str, value) -> None:
@@ -172,6 +184,12 @@ class Diagnosis:
             found.append(
                 "another profile function was set (a profiler): FSDP1's flattening, GradScaler's "
                 "unscale_ and TrainingArguments' precision were not watched"
+            )
+        if self.unwatched_failure and self.ops.failed is None:
+            found.append(
+                f"{self.unwatched_failure} raised; the torch calls inside a model's forward are "
+                f"watched on its first {FULLY_WATCHED_CALLS} calls: run with --every-call to have "
+                "the failing call named"
             )
         if self.spawned:
             found.append(
@@ -257,8 +275,8 @@ class Diagnosis:
         """Where the mismatched tensor came from, and what that says about the cause."""
         root = _root(module)
         most = majority(audit(root)) if root is not module else ("-", "-")
-        given = tensor is not None and self._given.get(id(tensor)) is tensor
-        returned = tensor is not None and self._returned.get(id(tensor)) is tensor
+        given = tensor is not None and tensor in self._given
+        returned = tensor is not None and tensor in self._returned
         if first.input_device != first.parameter_device:
             if most[0] not in ("-", first.parameter_device):
                 return "submodule-not-moved"
@@ -310,6 +328,26 @@ class Diagnosis:
         case = documented_case("non-finite", first.parameter, ()) or None
         return _problem("non-finite-gradient", first.parameter, ("?", None), detail,
                         "overflow-backward", case)  # fmt: skip
+
+
+class _TensorsSeen:
+    """Tensors by identity, held weakly: a plain dict of weak references, dropped once dead as
+    it grows (every outermost call adds its own: a WeakValueDictionary costs more than the call
+    of a small model)."""
+
+    def __init__(self):
+        self._refs: dict[int, weakref.ref] = {}
+        self._limit = 1024
+
+    def add(self, tensor: torch.Tensor) -> None:
+        self._refs[id(tensor)] = weakref.ref(tensor)
+        if len(self._refs) > self._limit:
+            self._refs = {key: ref for key, ref in self._refs.items() if ref() is not None}
+            self._limit = max(1024, 2 * len(self._refs))
+
+    def __contains__(self, tensor: torch.Tensor) -> bool:
+        ref = self._refs.get(id(tensor))
+        return ref is not None and ref() is tensor
 
 
 # --- what the run holds ------------------------------------------------------------------------
@@ -641,7 +679,7 @@ def format_problem(problem: Problem | None, notes: list[str]) -> str:
 
 
 def run(target: str, args: list[str], *, module: bool = False, backward: bool = False,
-        json_path: str | None = None) -> int:  # fmt: skip
+        json_path: str | None = None, every_call: bool = False) -> int:  # fmt: skip
     """Run ``target`` (a script, or a module with ``module=True``) as ``__main__`` with
     ``args`` under a :class:`Diagnosis`; print the report on stderr, write it to ``json_path``.
 
@@ -651,7 +689,7 @@ def run(target: str, args: list[str], *, module: bool = False, backward: bool = 
     if not module:
         sys.path[0] = str(Path(target).resolve().parent)  # as `python SCRIPT` sets it
     _forget_gallery_modules()
-    diagnosis = Diagnosis(backward=backward)
+    diagnosis = Diagnosis(backward=backward, every_call=every_call)
     namespace, raised = {}, None
     try:
         with diagnosis:

@@ -13,7 +13,11 @@ from collections.abc import Iterator
 
 import torch
 from torch import nn
-from torch.nn.modules.module import register_module_forward_pre_hook
+from torch.nn.modules.module import (
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_parameter_registration_hook,
+)
 
 from shared.culprit.finders import Hazard
 from shared.culprit.tensors import (
@@ -120,7 +124,9 @@ class _ModuleWatch:
         for path, module in root.named_modules(prefix=type(root).__name__):
             if module not in self._names:
                 self._names[module] = path
-                self._handles.append(self._hook(module))
+                handle = self._hook(module)
+                if handle is not None:
+                    self._handles.append(handle)
 
     def _hook(self, module: nn.Module):
         raise NotImplementedError
@@ -252,12 +258,7 @@ def mismatched_inputs(module: nn.Module, args: tuple, kwargs: dict) -> Iterator[
 _PLAIN_CLASSES: dict[type, bool] = {}
 
 
-def _may_mismatch(module: nn.Module, args: tuple, kwargs: dict) -> bool:
-    """A quick filter run on every call before :func:`mismatched_inputs`: False only where that
-    check would find nothing. It compares the same parameters' dtypes and devices with every
-    tensor argument (a superset of the tensors that check binds to the signature: one level into
-    every argument) and never binds the forward's signature; the exact check then names roles."""
-    kind = type(module)
+def _plain(kind: type) -> bool:
     plain = _PLAIN_CLASSES.get(kind)
     if plain is None:
         plain = _PLAIN_CLASSES[kind] = (
@@ -265,15 +266,23 @@ def _may_mismatch(module: nn.Module, args: tuple, kwargs: dict) -> bool:
             and kind._named_members is nn.Module._named_members
             and not hasattr(kind, "_hf_hook")
         )
-    if not plain or "_hf_hook" in module.__dict__:
+    return plain
+
+
+def _may_mismatch(module: nn.Module, args: tuple, kwargs: dict) -> bool:
+    """A quick filter run on every call before :func:`mismatched_inputs`: False only where that
+    check would find nothing. Every tensor argument (a superset of the tensors that check binds
+    to the signature: one level into every argument) is compared with the module's first
+    floating-point parameter: one that agrees with it in device and (floating-point tensors)
+    dtype is no mismatch; any other, the exact check decides (another parameter may agree). It
+    never binds the forward's signature; the exact check then names roles."""
+    if not _plain(type(module)) or "_hf_hook" in module.__dict__:
         return True  # placeholders on "meta" or parameters found elsewhere: the exact check
-    dtypes, devices = set(), set()
-    for param in module._parameters.values():
-        if param is not None and param.is_floating_point():
-            dtypes.add(param.dtype)
-            devices.add(param.device)
-    if not dtypes:
+    first = next((param for param in module._parameters.values()
+                  if param is not None and param.is_floating_point()), None)  # fmt: skip
+    if first is None:
         return False
+    dtype, device = first.dtype, first.device
     for value in (*args, *kwargs.values()):
         if isinstance(value, torch.Tensor):
             items = (value,)
@@ -286,8 +295,8 @@ def _may_mismatch(module: nn.Module, args: tuple, kwargs: dict) -> bool:
         for tensor in items:
             if (
                 isinstance(tensor, torch.Tensor)
-                and (tensor.device not in devices
-                     or tensor.is_floating_point() and tensor.dtype not in dtypes)
+                and (tensor.device != device
+                     or tensor.dtype != dtype and tensor.is_floating_point())
                 and not _autocast_enabled(tensor.device.type)
             ):  # fmt: skip
                 return True
@@ -393,12 +402,18 @@ class NonFiniteGuard(_ModuleWatch):
         self.first_gradient: NonFiniteGradient | None = None
 
     def _hook(self, module: nn.Module):
-        if self.gradients:
-            for name, parameter in module.named_parameters(recurse=False):
-                if parameter.requires_grad:
-                    where = f"{self._names[module]}.{name}"
-                    self._handles.append(parameter.register_hook(self._gradient_check(where)))
+        self._handles += self.gradient_hooks(module)
         return module.register_forward_hook(self._on_return, with_kwargs=True)
+
+    def gradient_hooks(self, module: nn.Module) -> list:
+        """With ``gradients``: a hook on each of ``module``'s own trainable parameters."""
+        if not self.gradients:
+            return []
+        return [
+            parameter.register_hook(self._gradient_check(f"{self._names[module]}.{name}"))
+            for name, parameter in module.named_parameters(recurse=False)
+            if parameter.requires_grad
+        ]
 
     def _gradient_check(self, where: str):
         def check(grad: torch.Tensor) -> None:
@@ -456,6 +471,72 @@ class NonFiniteGuard(_ModuleWatch):
             return
         path = full_path(self._module, live_parents())
         self.first = dataclasses.replace(self.first, module=path)
+
+
+class GuardedCalls(_ModuleWatch):
+    """Context manager: a :class:`MismatchGuard`'s and a :class:`NonFiniteGuard`'s checks on
+    every module call, and a caller's ``entering(module)`` and ``leaving(module, args, kwargs,
+    output)`` around each outermost one, under the fewest hooks (the guards are not entered
+    themselves): one global pre-hook (a new module is adopted; calls are counted in), one global
+    forward hook (every call's output judged; counted out) and, on a module with parameters of
+    its own, a pre-hook that sees its keyword arguments too (the mismatch check). Torch calls
+    each hook in Python: entered one by one, the guards and the caller would hold six a module
+    call, and on a small model those calls cost more than the checks."""
+
+    def __init__(self, guard: MismatchGuard, values: NonFiniteGuard, entering, leaving):
+        super().__init__()
+        self.guard, self.values = guard, values
+        guard._names = values._names = self._names  # the modules met, named once for all
+        self._entering, self._leaving = entering, leaving
+        self._checked: set[nn.Module] = set()  # the modules with a mismatch pre-hook
+        self.depth = 0  # module calls in progress
+
+    def __enter__(self):
+        super().__enter__()
+        # always_call: a forward that raised is left too (torch then gives args and no output)
+        self._handles += [
+            register_module_forward_hook(self._after, with_kwargs=True, always_call=True),
+            register_module_parameter_registration_hook(self._on_parameter),
+        ]
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        super().__exit__(*exc_info)
+        self._checked.clear()
+
+    def _on_any_call(self, module: nn.Module, args: tuple) -> None:
+        if not self.depth:
+            self._entering(module)
+        self.depth += 1
+        if module not in self._names:
+            self._adopt(module)
+            self.guard._check(module, args, {})  # its own pre-hook runs from its next call on
+
+    def _hook(self, module: nn.Module):
+        self._handles += self.values.gradient_hooks(module)
+        return self.parameters_registered(module)
+
+    def parameters_registered(self, module: nn.Module):
+        """A module met has parameters of its own (at adoption, or registered later): its
+        calls are checked against them from now on (the handle, or None)."""
+        own = module._parameters or not _plain(type(module))  # found elsewhere: the exact check
+        if module in self._checked or module not in self._names or not own:
+            return None
+        self._checked.add(module)
+        return module.register_forward_pre_hook(self.guard._check, with_kwargs=True)
+
+    def _on_parameter(self, module: nn.Module, name: str, parameter) -> None:
+        handle = self.parameters_registered(module)
+        if handle is not None:
+            self._handles.append(handle)
+
+    def _after(self, module: nn.Module, args: tuple, *rest) -> None:
+        # (kwargs, output) after a return; torch gives (output) alone after an exception.
+        kwargs, output = rest if len(rest) == 2 else ({}, None)
+        self.values._on_return(module, args, kwargs, output)
+        self.depth = max(self.depth - 1, 0)
+        if not self.depth:
+            self._leaving(module, args, kwargs, output)
 
 
 def _finite(tensor: torch.Tensor) -> bool:

@@ -61,6 +61,30 @@ class OpWatch(TorchFunctionMode):
         super().__init__()
         self.found: list[Hazard] = []
         self.failed: FailedOp | None = None  # the first torch call that raised, and where
+        self._paused = False
+
+    def pause(self) -> bool:
+        """Step off torch's mode stack for a while (a model's forward after its first calls:
+        torch hands each call to Python while this mode is on it), where this mode is the
+        innermost one; True if it did. A torch without the stack's accessor: never."""
+        current = getattr(torch.overrides, "_get_current_function_mode", None)
+        if self._paused or current is None or current() is not self:
+            return False
+        super().__exit__(None, None, None)
+        self._paused = True
+        return True
+
+    def resume(self) -> None:
+        """Back on the stack after :meth:`pause`."""
+        if self._paused:
+            self._paused = False
+            super().__enter__()
+
+    def __exit__(self, *exc_info):
+        if self._paused:  # off the stack already (a forward interrupted while paused)
+            self._paused = False
+            return None
+        return super().__exit__(*exc_info)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         __tracebackhide__ = True  # the call's own error is raised by func, not by this watch
@@ -283,7 +307,7 @@ class ProfileWatches:
 
     def resume(self) -> None:
         """Set it again after :meth:`pause`, unless something else took the slot meanwhile."""
-        if threading.get_ident() == self._thread and sys.getprofile() is None:
+        if self.watchers and threading.get_ident() == self._thread and sys.getprofile() is None:
             sys.setprofile(self._on_event)
 
 

@@ -2,14 +2,19 @@
 against the same pass without, in a process of its own (``benchmark`` runs one per case).
 
     python -m shared.harness.overhead CASE
-        -> one JSON line: case, model, bare_s, diagnosed_s, call_through_s, batch, batched_bare_s,
-           batched_diagnosed_s
+        -> one JSON line: case, model, bare_s, diagnosed_s, every_call_s, call_through_s,
+           fully_watched_calls, batch, batched_bare_s, batched_diagnosed_s
 
 The case's first CPU-runnable passing variant runs once to build its model and inputs; the first
 outermost module call it makes (its model, its arguments) is then timed bare and diagnosed, both
 on one intra-op thread: the gallery's tiny models gain nothing from a second one, and on a shared
 machine a second thread's wake-ups (a scheduler's time slice each, more often the longer the
 Python work between two ops) would be measured instead of the diagnosis.
+
+``diagnosed_s``: a pass after the model's first ``fully_watched_calls`` calls, whose forwards the
+diagnosis watches torch call by torch call (a model runs the same code each call; from then on
+its module hooks watch it); ``every_call_s``: the same pass watched as those first calls are
+(``--every-call``).
 
 ``call_through_s``: the same pass under a ``TorchFunctionMode`` that only calls each function
 through, the least any watch of every torch call costs (torch hands each call, a ``.dtype`` read
@@ -27,6 +32,7 @@ batch).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -150,7 +156,7 @@ def call_through():
 
 
 def main(case_name: str) -> None:
-    from shared.culprit.diagnose import Diagnosis
+    from shared.culprit.diagnose import FULLY_WATCHED_CALLS, Diagnosis
 
     case = load_case(case_name)
     variant = next(v for v in case.variants if v.expectation.expect == "pass"
@@ -159,10 +165,13 @@ def main(case_name: str) -> None:
     if module is None:
         print(json.dumps({"case": case_name, "model": None}))
         return
-    bare, diagnosed, through = seconds(module, args, kwargs, Diagnosis, call_through)
+    bare, diagnosed, every_call, through = seconds(
+        module, args, kwargs, Diagnosis, functools.partial(Diagnosis, every_call=True), call_through
+    )
     times, batched_bare, batched_diagnosed = batched_seconds(module, args, kwargs, Diagnosis)
     print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
-                      "bare_s": bare, "diagnosed_s": diagnosed, "call_through_s": through,
+                      "bare_s": bare, "diagnosed_s": diagnosed, "every_call_s": every_call,
+                      "call_through_s": through, "fully_watched_calls": FULLY_WATCHED_CALLS,
                       "batch": times, "batched_bare_s": batched_bare,
                       "batched_diagnosed_s": batched_diagnosed}))  # fmt: skip
 
