@@ -11,6 +11,8 @@ from shared.harness.explain.store import Catalog, bm25_scores, names_subject
 from shared.harness.explain.text import (
     DESCRIPTION_WHY,
     NAMES_NOTHING_WHY,
+    SD_TOOLS,
+    SD_VERSIONS,
     SYMPTOM_MIN_SCORE,
     TRAINING_NAN_WHY,
     TRAINING_WORDS,
@@ -49,6 +51,8 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
     scores = bm25_scores(catalog.case_docs, paste.query)
     ranked = sorted(scores, key=lambda n: (-scores[n], n))
     present, said = set(paste.query), stems(paste.query)
+    if SD_TOOLS & present and not SD_VERSIONS & present:  # an SD tool, its version unnamed
+        present |= SD_VERSIONS
     # A NaN in the paste rules out a case whose symptom is no NaN at all.
     ruled_out = catalog.without_nan if "nan" in said else set()
     candidates = [] if unknown_error else [

@@ -31,6 +31,8 @@ from shared.harness.explain.text import (
     OTHER_DEVICE,
     PASTED_VERSION,
     SD2,
+    SD_TOOLS,
+    SD_VERSIONS,
     SDXL_FILE,
     SIDE_DEVICES,
     SPELLING_CUTOFF,
@@ -68,6 +70,8 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "names_nothing_why": NAMES_NOTHING_WHY,
         "sd2": SD2.pattern,  # case-insensitive
         "sdxl_file": SDXL_FILE.pattern,  # case-insensitive
+        "sd_tools": sorted(SD_TOOLS),
+        "sd_versions": sorted(SD_VERSIONS),
         "side_devices": SIDE_DEVICES,
         "comfy_banner": COMFY_BANNER.pattern,
         "exclaimed": EXCLAIMED.pattern,

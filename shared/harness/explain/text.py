@@ -166,6 +166,12 @@ CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z][a-z])")  # where a space goes in T5Mo
 # Stable Diffusion 2.x as users write it (SD 2.1, sd21, stable-diffusion-2-1): one word, sd2,
 # that the "sd" synonyms (SDXL's) do not take; the digits would otherwise be dropped.
 SD2 = re.compile(r"\b(?:sd|stable[ _-]?diffusion)[ _-]?v?2(?:\.[01x]|1)?\b", re.IGNORECASE)
+# Words that say a Stable Diffusion pipeline ran (its tools and UIs), and the words that name its
+# version (SD2 and the SDXL synonyms give these): where a description has the first and none of
+# the second, every version stays possible, and so does each SD case.
+SD_TOOLS = frozenset({"comfyui", "webui", "automatic1111", "a1111", "forge", "invokeai",
+                      "controlnet", "xformers", "diffusers", "sdnext", "fooocus"})  # fmt: skip
+SD_VERSIONS = frozenset({"sdxl", "sd2"})
 # SDXL as its checkpoint files spell it (sd_xl_base_1.0.safetensors, sd_xl_refiner_1.0).
 SDXL_FILE = re.compile(r"\bsd_xl(?=_|\b)", re.IGNORECASE)
 # A run of exclamation marks is what a float16 model that overflowed writes (token 0 of many

@@ -516,6 +516,11 @@
       const ranked = Object.keys(scores).sort((a, b) => scores[b] - scores[a] || byName(a, b));
       const present = new Set(paste.query);
       const said = stems(paste.query);
+      // An SD tool, its version unnamed: every version stays possible.
+      if (index.sd_tools.some((w) => present.has(w)) &&
+          !index.sd_versions.some((w) => present.has(w))) {
+        index.sd_versions.forEach((w) => present.add(w));
+      }
       // A NaN in the paste rules out a case whose symptom is no NaN at all.
       const ruledOut = said.has("nan") ? WITHOUT_NAN : new Set();
       const candidates = unknownError ? [] : ranked.slice(0, SIZE).filter((name) =>
