@@ -239,10 +239,11 @@ def literal(pattern: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """Lowercase words, "Gemma 3" joined to "gemma3", each with its synonyms' group words."""
+    """Lowercase words, "Gemma 3" joined to "gemma3" (and the hub's "gemma-3-4b-it", "llama_2"),
+    each with its synonyms' group words."""
     text = SDXL_FILE.sub(" sdxl ", SD2.sub(" sd2 ", COMFY_BANNER.sub(" ", text)))
     text = NAN_WORD.sub(" nan ", EXCLAIMED.sub(" exclamation ", text))
-    text = re.sub(r"\b([A-Za-z]{3,}) (\d)\b(?![.\d])", r"\1\2", text)
+    text = re.sub(r"\b([A-Za-z]{3,})[ _-](\d)\b(?![.\d])", r"\1\2", text)
     text = CAMEL.sub(" ", text)  # T5Model: T5 Model
     words = [w.lower() for w in _WORD.findall(text)]
     words = [w for w in words if w not in STOPWORDS]

@@ -88,7 +88,7 @@
     function tokens(text) {
       text = text.replace(COMFY_BANNER, " ").replace(SD2, " sd2 ").replace(SDXL_FILE, " sdxl ")
         .replace(EXCLAIMED, " exclamation ").replace(NAN_WORD, " nan ")
-        .replace(/\b([A-Za-z]{3,}) (\d)\b(?![.\d])/g, "$1$2")
+        .replace(/\b([A-Za-z]{3,})[ _-](\d)\b(?![.\d])/g, "$1$2")
         .replace(CAMEL, " ");
       const words = (text.match(WORD) || []).map((w) => w.toLowerCase())
         .filter((w) => !STOPWORDS.has(w));
