@@ -53,11 +53,15 @@ class Mismatch:
         )
 
 
+_DISABLE_TORCH_FUNCTION = getattr(torch._C, "DisableTorchFunction", None)
+
+
 def unwatched():
     """A guard's own tensor checks run outside any TorchFunctionMode (the OpWatch of a
     diagnosis): the mode is there to watch the script's calls, not the guards' own."""
-    disable = getattr(torch._C, "DisableTorchFunction", None)
-    return disable() if disable is not None else contextlib.nullcontext()
+    if _DISABLE_TORCH_FUNCTION is None:
+        return contextlib.nullcontext()
+    return _DISABLE_TORCH_FUNCTION()
 
 
 def _error_name(dtype: str) -> str:
@@ -276,11 +280,15 @@ def _may_mismatch(module: nn.Module, args: tuple, kwargs: dict) -> bool:
     floating-point parameter: one that agrees with it in device and (floating-point tensors)
     dtype is no mismatch; any other, the exact check decides (another parameter may agree). It
     never binds the forward's signature; the exact check then names roles."""
-    if not _plain(type(module)) or "_hf_hook" in module.__dict__:
+    plain = _PLAIN_CLASSES.get(type(module))  # known: no call to _plain on every module call
+    if plain is None:
+        plain = _plain(type(module))
+    if not plain or "_hf_hook" in module.__dict__:
         return True  # placeholders on "meta" or parameters found elsewhere: the exact check
-    first = next((param for param in module._parameters.values()
-                  if param is not None and param.is_floating_point()), None)  # fmt: skip
-    if first is None:
+    for first in module._parameters.values():
+        if first is not None and first.is_floating_point():
+            break
+    else:
         return False
     dtype, device = first.dtype, first.device
     for value in (*args, *kwargs.values()):
@@ -437,13 +445,14 @@ class NonFiniteGuard(_ModuleWatch):
 
     def _judge_output(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         try:
-            if isinstance(output, torch.Tensor):  # the common case, without a generator
-                outputs = [output] if output.is_floating_point() else []
+            if isinstance(output, torch.Tensor):  # the common case, without a list
+                if not output.is_floating_point() or _finite(output):
+                    return
+                bad = [output]
             else:
-                outputs = [t for t in tensors_of(output) if t.is_floating_point()]
-            bad = [t for t in outputs if not _finite(t)]
-            if not bad:
-                return
+                bad = [t for t in tensors_of(output) if t.is_floating_point() and not _finite(t)]
+                if not bad:
+                    return
             inputs = [t for _, t in _tensor_inputs(module, args, kwargs) if t.is_floating_point()]
             if any(not _finite(t) for t in inputs):
                 return  # passed on, not produced here
@@ -533,8 +542,11 @@ class GuardedCalls(_ModuleWatch):
     def _after(self, module: nn.Module, args: tuple, *rest) -> None:
         # (kwargs, output) after a return; torch gives (output) alone after an exception.
         kwargs, output = rest if len(rest) == 2 else ({}, None)
-        self.values._on_return(module, args, kwargs, output)
-        self.depth = max(self.depth - 1, 0)
+        if self.values.first is None:
+            with unwatched():
+                self.values._judge_output(module, args, kwargs, output)
+        if self.depth:
+            self.depth -= 1
         if not self.depth:
             self._leaving(module, args, kwargs, output)
 
