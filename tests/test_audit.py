@@ -204,6 +204,29 @@ def test_op_watch_steps_off_the_mode_stack_only_where_it_is_the_innermost_mode()
         assert torch.overrides._get_current_function_mode() is outer
 
 
+class MaskedAttention(nn.Module):
+    def forward(self, x, mask=None):
+        return F.scaled_dot_product_attention(x, x, x, attn_mask=mask)
+
+
+def test_a_model_past_its_first_calls_is_watched_again_when_given_a_new_kind_of_input():
+    from shared.culprit.diagnose import FULLY_WATCHED_CALLS, Diagnosis
+
+    model, x = MaskedAttention(), torch.randn(1, 1, 3, 8)
+    zeros_and_ones = torch.tensor([[1.0, 1.0, 0.0]])
+    found = {}
+    for every_call in (False, True):
+        with Diagnosis(every_call=every_call) as diagnosis:
+            for _ in range(FULLY_WATCHED_CALLS + 1):
+                model(x, mask=torch.ones(1, 3))  # a constant float mask: no hazard
+            model(x, mask=zeros_and_ones)  # the same kind of input: its torch calls unwatched
+            seen_alike = [h.kind for h in diagnosis.ops.found]
+            model(x[:, :, :2], mask=zeros_and_ones[:, 1:])  # a new shape: watched again
+            found[every_call] = (seen_alike, [h.kind for h in diagnosis.ops.found])
+    assert found[False] == ([], ["float-attention-mask"])
+    assert found[True] == (["float-attention-mask"], ["float-attention-mask"])
+
+
 def test_op_watch_records_a_half_fft_and_not_a_float32_one():
     with OpWatch() as ops:
         torch.fft.fftn(torch.randn(8, 8))

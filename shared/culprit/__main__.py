@@ -34,6 +34,7 @@ own output and exit status pass through unchanged.
 options:
   --backward   also watch gradients: the first non-finite one
   --every-call watch the torch calls inside every call of a model, not only its first three
+               and those given new kinds of inputs
   --json FILE  write {"problem": null} or {"problem": {kind, module, file, line, detail,
                mechanism, case, family}} (and "notes") to FILE"""
 

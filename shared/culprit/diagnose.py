@@ -55,9 +55,11 @@ from shared.hazards import (
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "cases"  # in a clone; absent when installed
 HERE = str(Path(__file__).resolve().parent)
-# A model's first calls, whose forwards have every torch call watched (OpWatch); the later ones
-# run the same code, with the module hooks only (the watch of every call costs most).
+# A model's first calls, whose forwards have every torch call watched (OpWatch), as has each call
+# given inputs of shapes, dtypes or devices it was not given before; the other calls run the code
+# those ran, with the module hooks only (the watch of every call costs most).
 FULLY_WATCHED_CALLS = 3
+KNOWN_INPUTS = 256  # input signatures kept a model: beyond them, every call is new (watched)
 # Process starts (sys.audit events): what runs in a child is not watched here.
 SPAWN_EVENTS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec",
                 "subprocess.Popen")  # fmt: skip
@@ -99,10 +101,13 @@ class Diagnosis:
         self._given = _TensorsSeen()  # what outermost calls were given
         self._returned = _TensorsSeen()  # ... and returned
         self._roots: weakref.WeakSet = weakref.WeakSet()  # modules called outermost
-        # A model's forward runs the same code call after call: the torch calls inside it are
-        # watched on its first FULLY_WATCHED_CALLS calls (every_call: on all of them).
+        # A model's forward runs the same code for the same kind of inputs: the torch calls inside
+        # it are watched on its first FULLY_WATCHED_CALLS calls and on each call with new inputs
+        # (every_call: on all of them).
         self.every_call = every_call
         self._calls_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # root: calls
+        self._inputs_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # root: seen
+        self._root_hooks: list = []  # a pre-hook on each root that sees its keyword arguments
         self._ops_paused = False  # during the outermost call now running
         self.unwatched_failure = ""  # a model's call that raised while its torch calls were not
         self.watchers = (self.guard, self.values, self.ops, self.profiled)
@@ -124,6 +129,7 @@ class Diagnosis:
             stack.callback(handle.remove)
         for watcher in (self._calls, self.ops, self.profiled):
             stack.enter_context(watcher)
+        stack.callback(lambda: [handle.remove() for handle in self._root_hooks])
         self._active = True
         stack.callback(setattr, self, "_active", False)
         _add_audit_hook(self)
@@ -135,11 +141,28 @@ class Diagnosis:
     # --- global hooks --------------------------------------------------------------------------
 
     def _entering(self, module: nn.Module) -> None:
-        """An outermost module call begins."""
+        """An outermost module call begins (the global pre-hook: no keyword arguments; its own
+        pre-hook, from its second call on, decides whether its torch calls are watched)."""
         self.profiled.pause()  # until it returns
         calls = self._calls_of[module] = self._calls_of.get(module, 0) + 1
-        if calls > FULLY_WATCHED_CALLS and not self.every_call:
-            self._ops_paused = self.ops.pause()
+        if calls == 1:
+            self._root_hooks.append(
+                module.register_forward_pre_hook(self._outermost_inputs, with_kwargs=True)
+            )
+
+    def _outermost_inputs(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        """A root's own pre-hook: past its first calls, and given inputs of a kind it was given
+        before, its forward runs code already watched: the torch calls go unwatched."""
+        if self._calls.depth != 1 or self.every_call:
+            return  # called inside another model this time
+        with contextlib.suppress(Exception), unwatched():
+            seen = self._inputs_of.setdefault(module, set())
+            signature = input_signature(args, kwargs)
+            if signature in seen:
+                if self._calls_of.get(module, 0) > FULLY_WATCHED_CALLS:
+                    self._ops_paused = self.ops.pause()
+            elif len(seen) < KNOWN_INPUTS:
+                seen.add(signature)
 
     def _leaving(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         """An outermost module call ends (output None after an exception)."""
@@ -188,8 +211,8 @@ class Diagnosis:
         if self.unwatched_failure and self.ops.failed is None:
             found.append(
                 f"{self.unwatched_failure} raised; the torch calls inside a model's forward are "
-                f"watched on its first {FULLY_WATCHED_CALLS} calls: run with --every-call to have "
-                "the failing call named"
+                f"watched on its first {FULLY_WATCHED_CALLS} calls and on calls with new kinds of "
+                "inputs: run with --every-call to have the failing call named"
             )
         if self.spawned:
             found.append(
@@ -328,6 +351,29 @@ class Diagnosis:
         case = documented_case("non-finite", first.parameter, ()) or None
         return _problem("non-finite-gradient", first.parameter, ("?", None), detail,
                         "overflow-backward", case)  # fmt: skip
+
+
+def input_signature(args: tuple, kwargs: dict) -> tuple:
+    """What, besides values, decides which torch calls a forward makes: each tensor argument's
+    shape, dtype and device (one level into tuples, lists and dicts), which arguments are given,
+    and the flags among them (booleans, strings, None); other values by their type."""
+
+    def kind(value):
+        if isinstance(value, torch.Tensor):
+            return tuple(value.shape), value.dtype, value.device
+        if value is None or isinstance(value, (bool, str)):
+            return value
+        return type(value)
+
+    parts = []
+    for key, value in (*enumerate(args), *kwargs.items()):
+        if isinstance(value, (tuple, list)):
+            parts.append((key, tuple(kind(item) for item in value)))
+        elif isinstance(value, dict):
+            parts.append((key, tuple((k, kind(v)) for k, v in value.items())))
+        else:
+            parts.append((key, kind(value)))
+    return tuple(parts)
 
 
 class _TensorsSeen:

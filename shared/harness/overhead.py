@@ -12,9 +12,9 @@ machine a second thread's wake-ups (a scheduler's time slice each, more often th
 Python work between two ops) would be measured instead of the diagnosis.
 
 ``diagnosed_s``: a pass after the model's first ``fully_watched_calls`` calls, whose forwards the
-diagnosis watches torch call by torch call (a model runs the same code each call; from then on
-its module hooks watch it); ``every_call_s``: the same pass watched as those first calls are
-(``--every-call``).
+diagnosis watches torch call by torch call (as it does a call given inputs of a new kind: the
+timed passes repeat one call's inputs, so the module hooks alone watch them); ``every_call_s``:
+the same pass watched as those first calls are (``--every-call``).
 
 ``call_through_s``: the same pass under a ``TorchFunctionMode`` that only calls each function
 through, the least any watch of every torch call costs (torch hands each call, a ``.dtype`` read
