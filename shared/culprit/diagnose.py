@@ -107,7 +107,6 @@ class Diagnosis:
         self.every_call = every_call
         self._calls_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # root: calls
         self._inputs_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # root: seen
-        self._root_hooks: list = []  # a pre-hook on each root that sees its keyword arguments
         self._ops_paused = False  # during the outermost call now running
         self.unwatched_failure = ""  # a model's call that raised while its torch calls were not
         self.watchers = (self.guard, self.values, self.ops, self.profiled)
@@ -129,7 +128,6 @@ class Diagnosis:
             stack.callback(handle.remove)
         for watcher in (self._calls, self.ops, self.profiled):
             stack.enter_context(watcher)
-        stack.callback(lambda: [handle.remove() for handle in self._root_hooks])
         self._active = True
         stack.callback(setattr, self, "_active", False)
         _add_audit_hook(self)
@@ -145,15 +143,14 @@ class Diagnosis:
         pre-hook, from its second call on, decides whether its torch calls are watched)."""
         self.profiled.pause()  # until it returns
         calls = self._calls_of[module] = self._calls_of.get(module, 0) + 1
-        if calls == 1:
-            self._root_hooks.append(
-                module.register_forward_pre_hook(self._outermost_inputs, with_kwargs=True)
-            )
+        if calls == 1 and not self.every_call:  # removed at exit, with the other hooks
+            handle = module.register_forward_pre_hook(self._outermost_inputs, with_kwargs=True)
+            self._stack.callback(handle.remove)
 
     def _outermost_inputs(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         """A root's own pre-hook: past its first calls, and given inputs of a kind it was given
         before, its forward runs code already watched: the torch calls go unwatched."""
-        if self._calls.depth != 1 or self.every_call:
+        if self._calls.depth != 1:
             return  # called inside another model this time
         with contextlib.suppress(Exception), unwatched():
             seen = self._inputs_of.setdefault(module, set())

@@ -280,10 +280,7 @@ def _may_mismatch(module: nn.Module, args: tuple, kwargs: dict) -> bool:
     floating-point parameter: one that agrees with it in device and (floating-point tensors)
     dtype is no mismatch; any other, the exact check decides (another parameter may agree). It
     never binds the forward's signature; the exact check then names roles."""
-    plain = _PLAIN_CLASSES.get(type(module))  # known: no call to _plain on every module call
-    if plain is None:
-        plain = _plain(type(module))
-    if not plain or "_hf_hook" in module.__dict__:
+    if not _plain(type(module)) or "_hf_hook" in module.__dict__:
         return True  # placeholders on "meta" or parameters found elsewhere: the exact check
     for first in module._parameters.values():
         if first is not None and first.is_floating_point():
@@ -542,9 +539,7 @@ class GuardedCalls(_ModuleWatch):
     def _after(self, module: nn.Module, args: tuple, *rest) -> None:
         # (kwargs, output) after a return; torch gives (output) alone after an exception.
         kwargs, output = rest if len(rest) == 2 else ({}, None)
-        if self.values.first is None:
-            with unwatched():
-                self.values._judge_output(module, args, kwargs, output)
+        self.values._on_return(module, args, kwargs, output)
         if self.depth:
             self.depth -= 1
         if not self.depth:
