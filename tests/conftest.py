@@ -7,6 +7,7 @@ verdict, report, culprit, audit record or symptom reads that one run.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -18,6 +19,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def first_answer(text: str):
+    """explain's first answer to a text, once a session: the corpus tests, the node and the
+    Chromium search tests all read the same large corpus."""
+    from shared.harness.explain import explain
+
+    return explain(text)[0]
 
 
 def run_gallery(

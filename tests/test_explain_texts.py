@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import re
 import subprocess
@@ -23,7 +22,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, first_answer
 
 from shared.harness import ExitCode
 from shared.harness.case import FAMILIES
@@ -94,12 +93,6 @@ def test_no_report_comes_from_a_thread_a_case_cites():
     assert not cited & {r["url"] for r in REPORTS}
 
 
-@functools.cache
-def _first_answer(text: str):
-    """explain's first answer, once per text for this module's tests (the corpus is large)."""
-    return explain(text)[0]
-
-
 def _scores_tool():
     """tools/explain_scores.py: the measures the closing notes report, computed one way."""
     path = ROOT / "tools" / "explain_scores.py"
@@ -113,7 +106,7 @@ def test_the_tuned_corpus_scores_hold():
     """Issue 31's bars on the texts explain is tuned on: claims right >= 95 %, the right case
     claimed for >= 90 % of covered errors, among a symptom's candidates for >= 90 %, at most 1
     in 30 uncovered reports claimed."""
-    measured, misses = _scores_tool().score(REPORTS, IN_TREE, _first_answer)
+    measured, misses = _scores_tool().score(REPORTS, IN_TREE, first_answer)
     for measure, floor in (("claims right", 0.95), ("covered errors, right case first", 0.90),
                            ("symptoms, right case among candidates", 0.90)):  # fmt: skip
         got, of = measured[measure]
@@ -135,7 +128,7 @@ def test_the_held_out_half_is_collected_apart_and_scored_never_tuned_on(capsys):
     assert sum(r["case"] not in IN_TREE for r in HELD_OUT) * 3 >= len(HELD_OUT)
     assert all(r["why"].strip() for r in HELD_OUT)
     assert {r["family"] for r in HELD_OUT} <= {*FAMILIES, *EXTRA_FAMILIES, ""}
-    measured, _ = _scores_tool().score(HELD_OUT, IN_TREE, _first_answer)
+    measured, _ = _scores_tool().score(HELD_OUT, IN_TREE, first_answer)
     with capsys.disabled():
         print("\nheld out:", {k: f"{got}/{of}" for k, (got, of) in measured.items()})
 
@@ -161,7 +154,7 @@ def test_an_uncovered_report_gets_its_family_when_it_gets_one():
     """A family answer, or a differential's family, must be the report's family (never another
     family's advice)."""
     for report in REPORTS:
-        first = _first_answer(report["text"])
+        first = first_answer(report["text"])
         if first.kind in ("family", "differential") and first.name and report["family"]:
             assert first.name == report["family"], (report["url"], first.name)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import re
 import shutil
@@ -10,7 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, first_answer
 from PIL import Image
 
 from shared.harness.catalog import CaseError, case_names, load_case
@@ -359,14 +358,6 @@ def search_texts() -> list[str]:
         " should be the same",
         "TypeError: Got unsupported ScalarType BFloat16",
     ]
-
-
-@functools.cache
-def first_answer(text: str):
-    """explain's first answer, once a text for the two search tests (node and Chromium)."""
-    from shared.harness.explain import explain
-
-    return explain(text)[0]
 
 
 def first_answers(texts: list[str]) -> list[list[str]]:
