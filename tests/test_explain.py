@@ -24,6 +24,7 @@ from shared.harness.explain import (
     raise_site_matches,
     shape,
 )
+from shared.harness.explain.differential import LEADS_WHY, asks
 
 MINICPM_TRACEBACK = """Traceback (most recent call last):
   File "/home/u/MiniCPM-V/finetune/finetune.py", line 301, in <module>
@@ -135,11 +136,6 @@ def test_a_generic_message_names_the_case_that_declares_itself_its_usual_cause()
     """usual_cause_of: torch's message alone, where one case is what nearly always causes it."""
     for text, case in (
         ("NotImplementedError: Cannot copy out of meta tensor; no data!", "meta-tensor-copy"),
-        ("RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float",
-         "float64-input"),
-        ("RuntimeError: expected scalar type Float but found Double", "float64-input"),
-        ("RuntimeError: Index put requires the source and destination dtypes match, got Half "
-         "for the destination and BFloat16 for the source.", "index-put-embed-merge"),
         ("inference with my LoRA: RuntimeError: expected scalar type Half but found Float",
          "lora-adapter-dtype"),
         ("`.to` is not supported for `4-bit` or `8-bit` bitsandbytes models", "bnb-quantized-to"),
@@ -155,6 +151,27 @@ def test_a_generic_message_names_the_case_that_declares_itself_its_usual_cause()
                  "RuntimeError: Index put requires the source and destination dtypes match, got "
                  "Long for the destination and Int for the source."):  # fmt: skip
         assert first(text).kind in ("differential", "family"), text
+
+
+def test_a_usual_cause_with_other_common_causes_leads_the_differential_unclaimed():
+    """decides = false: a float64 operand (NumPy data, or a .double() in the project's code), a
+    floating clash in index_put_ (an embedding merge, or the project's own indexed write): the
+    usual cause first, with its check, never claimed."""
+    for text, case, family in (
+        ("RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float",
+         "float64-input", "dtype-mix"),
+        ("RuntimeError: expected scalar type Float but found Double", "float64-input",
+         "dtype-mix"),
+        ("RuntimeError: Index put requires the source and destination dtypes match, got Half "
+         "for the destination and BFloat16 for the source.", "index-put-embed-merge",
+         "dtype-mix"),
+    ):
+        found = first(text)
+        assert (found.kind, found.name, found.candidates[0]) == ("differential", family, case), (
+            text, found)
+        assert found.sureness == LEADS_WHY and found.questions[0] == asks(
+            default_catalog().cases[case]), found
+        assert "no case claimed" in describe(found, default_catalog(), text)
 
 
 def test_a_message_no_case_documents_lists_those_with_its_wording_and_other_dtypes():
@@ -214,15 +231,15 @@ def test_generates_warning_names_the_variant_of_its_direction():
         "case", "inputs-device", "broken_model_not_moved"), found
 
 
-def test_a_tensor_library_code_made_on_the_cpu_is_the_processor_variant():
-    """mat2 of a CUDA matmul on the CPU (the dossier's fixed-device helper): the variant whose
-    library code made its tensor on the CPU, its cause shown."""
+def test_a_cpu_mat2_of_a_cuda_matmul_leads_with_inputs_device_unclaimed():
+    """mat2 of a CUDA matmul on the CPU: the dossier's fixed-device helper, or a module left on
+    the CPU (ComfyUI-PuLID-Flux#91): inputs-device leads the differential, never claimed."""
     found = first("RuntimeError: Expected all tensors to be on the same device, but got mat2 is on "
                   "cpu, different from other tensors on cuda:0 (when checking argument in method "
                   "wrapper_CUDA_mm)")  # fmt: skip
-    assert (found.kind, found.name, found.variant) == (
-        "case", "inputs-device", "broken_processor_device"), found
-    assert "cause (broken_processor_device)" in describe(found, default_catalog(), "")
+    assert (found.kind, found.name, found.candidates[:1]) == (
+        "differential", "device-placement", ["inputs-device"]), found
+    assert found.sureness == LEADS_WHY, found
 
 
 def test_the_logits_processor_text_is_documented_by_inputs_device():

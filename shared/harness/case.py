@@ -186,6 +186,10 @@ KEYS = (
     Key("unless_named", (USUAL_CAUSE,), "words", "optional: never where it names one of these"),
     Key("variant", (USUAL_CAUSE,), "string", "optional: the variant whose cause `explain` shows "
         "(default: the one the message hit)"),
+    Key("decides", (USUAL_CAUSE,), "boolean", "optional: `false` where the message has other "
+        "common causes a paste cannot tell apart (the tuned reports it matches show another "
+        "cause for more than 1 in 10): the case then leads a differential, with its `asks`, "
+        "and is never claimed from the message alone"),
 )  # fmt: skip
 
 
@@ -447,12 +451,15 @@ class UsualCause:
     """A generic message (torch's own check, which never says why) this case is the usual cause
     of: explain names the case for it without another anchor; where `named` is given, only for
     a text that names one of those words too (a Half/Float clash is LoRA's only beside "lora"),
-    and never for one that names a word of `unless_named` (an inference failure: "backward")."""
+    and never for one that names a word of `unless_named` (an inference failure: "backward").
+    Where it does not `decide` (the message has other common causes), the case only leads the
+    differential."""
 
     pattern: str  # a regex, searched case-insensitively in the pasted line
     named: tuple[str, ...] = ()
     unless_named: tuple[str, ...] = ()
     variant: str = ""  # the variant whose cause explain shows ("": the one the message hit)
+    decides: bool = True  # claimed from the message alone; False: first candidate, not claimed
 
 
 @dataclass(frozen=True)
@@ -554,7 +561,7 @@ def _parse_usual_causes(raw: list, variants: set[str], where: str) -> tuple[Usua
             raise CaseError(f"{where}: variant {variant!r} is not a variant of this case")
         named, unless_named = (tuple(w.lower() for w in entry.get(key, ()))
                                for key in ("named", "unless_named"))  # fmt: skip
-        found.append(UsualCause(pattern, named, unless_named, variant))
+        found.append(UsualCause(pattern, named, unless_named, variant, entry.get("decides", True)))
     return tuple(found)
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+from shared.harness.case import UsualCause
 from shared.harness.explain.answer import Answer, Hit
 from shared.harness.explain.frames import ends_elsewhere
 from shared.harness.explain.messages import anchor_strength
@@ -15,17 +17,21 @@ from shared.harness.explain.text import OTHER_DEVICE, canonical, message_family
 def claims(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer | None:
     """A case, only on evidence that decides: its message (specific, or generic with an anchor:
     raise site, subject, project), or a generic message it declares itself the usual cause of
-    (a CPU/CUDA mechanism: none where a pasted message names another device); nothing
-    contradicting it."""
+    and that decides it; nothing contradicting it."""
     standing = [h for h in hits if not h.contradicted]
     specific = [h for h in standing if not h.generic or h.anchored]
     if specific:
         found = _case_from_hits(specific, hits, paste.query, catalog)
         return None if ends_elsewhere(paste, found.matched, catalog) else found
-    if any(OTHER_DEVICE.search(line) and message_family(line)[0] for line in paste.lines):
+    usual = usual_cause_in(paste, catalog)
+    if not usual or not usual.cause.decides:  # other common causes: it leads the differential
         return None
-    found = _usual_cause_answer(paste.lines, paste.query, standing, catalog)
-    return None if not found or ends_elsewhere(paste, found.matched, catalog) else found
+    hit = next((h for h in standing if h.case == usual.case), None)
+    variant = usual.cause.variant or (hit.variant if hit else "")
+    return Answer("case", usual.case, USUAL_CAUSE, variant,
+                  hit.where if hit and not usual.cause.variant else "", usual.line,
+                  sorted({h.case for h in standing} - {usual.case}),
+                  catalog.cases[usual.case].family, step="claims")  # fmt: skip
 
 
 def _case_from_hits(specific: list[Hit], hits: list[Hit], query: list[str],
@@ -47,32 +53,30 @@ def _case_from_hits(specific: list[Hit], hits: list[Hit], query: list[str],
                   catalog.cases[best.case].family, step="claims")  # fmt: skip
 
 
-def usual_cause(line: str, words: set[str], catalog: Catalog) -> tuple[str, str]:
-    """The case that is the usual cause of a generic message in this line, and the variant it
-    names (("", "") if none): its `usual_cause_of` regex found, one of its `named` words in the
-    text where it gives some, none of its `unless_named` words."""
-    line = canonical(line)
-    for name, case in sorted(catalog.cases.items()):
-        for usual in case.usual_cause_of:
-            if re.search(usual.pattern, line, re.IGNORECASE) and (
-                    not usual.named or set(usual.named) & words) and not (
-                    set(usual.unless_named) & words):  # fmt: skip
-                return name, usual.variant
-    return "", ""
+@dataclass(frozen=True)
+class UsualFound:
+    case: str
+    cause: UsualCause  # the case's declaration that matched
+    line: str  # the pasted line
 
 
-def _usual_cause_answer(lines: list[str], query: list[str], hits: list[Hit],
-                        catalog: Catalog) -> Answer | None:  # fmt: skip
-    """A generic message no anchor ties to a case, which one case is the usual cause of."""
-    words = set(query)
-    for line in lines:
-        name, variant = usual_cause(line, words, catalog)
-        if name:
-            hit = next((h for h in hits if h.case == name), None)
-            return Answer("case", name, USUAL_CAUSE, variant or (hit.variant if hit else ""),
-                          hit.where if hit and not variant else "", line,
-                          sorted({h.case for h in hits} - {name}),
-                          catalog.cases[name].family, step="claims")  # fmt: skip
+def usual_cause_in(paste: Paste, catalog: Catalog) -> UsualFound | None:
+    """The first pasted line holding a generic message a case declares itself the usual cause
+    of: its `usual_cause_of` regex found, one of its `named` words in the text where it gives
+    some, none of its `unless_named` words. None where a pasted message names another device
+    (usual causes are CPU/CUDA mechanisms) or the paste ends in another error."""
+    if any(OTHER_DEVICE.search(line) and message_family(line)[0] for line in paste.lines):
+        return None
+    words = set(paste.query)
+    for line in paste.lines:
+        plain = canonical(line)
+        for name, case in sorted(catalog.cases.items()):
+            for usual in case.usual_cause_of:
+                if re.search(usual.pattern, plain, re.IGNORECASE) and (
+                        not usual.named or set(usual.named) & words) and not (
+                        set(usual.unless_named) & words):  # fmt: skip
+                    found = UsualFound(name, usual, line)
+                    return None if ends_elsewhere(paste, line, catalog) else found
     return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from shared.harness.case import Case
 from shared.harness.explain.answer import Answer, Hit
+from shared.harness.explain.claims import usual_cause_in
 from shared.harness.explain.messages import same_wording
 from shared.harness.explain.parse import Paste
 from shared.harness.explain.store import Catalog, bm25_scores, names_subject
@@ -26,18 +27,25 @@ from shared.hazards import NAMES_NOTHING
 def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
     """No claim: the cases the evidence leaves (at most three, each with the check that tells
     it apart), else no documented case and the closest family."""
-    if hits:  # a generic message, or a documented one something contradicts
-        family, _ = message_family(hits[0].line)
-        family = family or catalog.cases[hits[0].case].family
-        # The cases documenting this very message before those documenting its shape, each
-        # group by the paste's other words (its paths, its model's names).
+    usual = usual_cause_in(paste, catalog)
+    leader = usual.case if usual and not usual.cause.decides else ""
+    if hits or leader:  # a generic message, or a documented one something contradicts
+        line = usual.line if leader else hits[0].line
+        family, _ = message_family(line)
+        family = family or catalog.cases[hits[0].case if hits else leader].family
+        # The usual cause of a message with others first; then the cases documenting this very
+        # message before those documenting its shape, each group by the paste's other words
+        # (its paths, its model's names).
         scores = bm25_scores(catalog.case_docs, paste.query)
         exact = sorted({h.case for h in hits if h.how == "message"}, key=lambda n: (-scores[n], n))
         ranked = exact + sorted({h.case for h in hits} - set(exact), key=lambda n: (-scores[n], n))
         contradicted = next((h.contradicted for h in hits if h.contradicted), "")
+        if leader:
+            ranked = [leader] + [name for name in ranked if name != leader]
         why = (f"documented message, but {contradicted}" if contradicted else
+               LEADS_WHY if leader else
                "a generic message: it names the clash, never its cause")  # fmt: skip
-        return _differential_answer(ranked, why, family, hits[0].line, catalog)
+        return _differential_answer(ranked, why, family, line, catalog)
     for line in paste.lines:
         family, _ = message_family(line)
         if family:  # no case documents this message: its family's cases would mislead
@@ -70,6 +78,8 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
     return Answer("none", "", TRAINING_NAN_WHY if training_nan else DESCRIPTION_WHY, step="abstain")
 
 
+# A message one case is the usual cause of, but not the only common one.
+LEADS_WHY = "a generic message with several common causes: the usual one first"
 DIFFERENTIAL_SIZE = DIFFERENTIAL_POOL = 3  # at most three candidates, of the three best
 DIAGNOSE = "nox -s diagnose -- your_script.py"  # settles it on the user's own run
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from shared.harness.case import FAILURES, FAMILIES, Case
 from shared.harness.explain.claims import USUAL_CAUSE
 from shared.harness.explain.describe import fix_statement, not_failing
-from shared.harness.explain.differential import DIAGNOSE, DIFFERENTIAL_SIZE, asks
+from shared.harness.explain.differential import DIAGNOSE, DIFFERENTIAL_SIZE, LEADS_WHY, asks
 from shared.harness.explain.messages import SHARED_SITES
 from shared.harness.explain.store import (
     EXTRA_FAMILIES,
@@ -83,10 +83,11 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "vocabulary": catalog.vocabulary,
         "subjects": catalog.subjects,
         "projects": catalog.projects,
-        "usual_causes": {c.name: [[u.pattern, list(u.named), list(u.unless_named), u.variant]
-                                  for u in c.usual_cause_of]
+        "usual_causes": {c.name: [[u.pattern, list(u.named), list(u.unless_named), u.variant,
+                                   u.decides] for u in c.usual_cause_of]
                          for c in cases if c.usual_cause_of},
         "usual_cause": USUAL_CAUSE,
+        "leads_why": LEADS_WHY,
         "pasted_version": PASTED_VERSION.pattern,  # case-insensitive
         "differential_size": DIFFERENTIAL_SIZE,
         "diagnose": DIAGNOSE,

@@ -300,31 +300,23 @@
         where: best.where, matched: best.line, candidates: others, questions: [] };
     }
 
-    // The case that is the usual cause of a generic message in this line and the variant it
-    // names (["", ""] if none).
-    function usualCause(line, words) {
-      const lineC = canonical(line);
-      for (const name of Object.keys(index.usual_causes).sort(byName)) {
-        for (const [message, named, unlessNamed, variant] of index.usual_causes[name]) {
-          if (new RegExp(message, "i").test(lineC) &&
-              (!named.length || named.some((w) => words.has(w))) &&
-              !unlessNamed.some((w) => words.has(w))) return [name, variant];
+    // The first pasted line holding a generic message a case declares itself the usual cause
+    // of ({case, variant, decides, line}), or null; none where a pasted message names another
+    // device (usual causes are CPU/CUDA mechanisms) or the paste ends in another error.
+    function usualCauseIn(paste) {
+      if (paste.lines.some((line) => OTHER_DEVICE.test(line) && messageFamily(line)[0])) return null;
+      const words = new Set(paste.query);
+      for (const line of paste.lines) {
+        const lineC = canonical(line);
+        for (const name of Object.keys(index.usual_causes).sort(byName)) {
+          for (const [message, named, unlessNamed, variant, decides] of index.usual_causes[name]) {
+            if (new RegExp(message, "i").test(lineC) &&
+                (!named.length || named.some((w) => words.has(w))) &&
+                !unlessNamed.some((w) => words.has(w))) {
+              return endsElsewhere(paste, line) ? null : { case: name, variant, decides, line };
+            }
+          }
         }
-      }
-      return ["", ""];
-    }
-
-    function usualCauseAnswer(lines, query, hits) {
-      const words = new Set(query);
-      for (const line of lines) {
-        const [name, variant] = usualCause(line, words);
-        if (!name) continue;
-        const hit = hits.find((h) => h.case === name);
-        return { step: "claims", kind: "case", name, sureness: index.usual_cause,
-          variant: variant || (hit ? hit.variant : ""), where: hit && !variant ? hit.where : "",
-          matched: line, questions: [],
-          candidates: [...new Set(hits.map((h) => h.case))].filter((c) => c !== name)
-            .sort(byName) };
       }
       return null;
     }
@@ -474,10 +466,15 @@
         const found = caseFromHits(specific, hits, paste.query);
         return endsElsewhere(paste, found.matched) ? null : found;
       }
-      // Usual causes are CPU/CUDA mechanisms: none where a pasted message names another device.
-      if (paste.lines.some((line) => OTHER_DEVICE.test(line) && messageFamily(line)[0])) return null;
-      const found = usualCauseAnswer(paste.lines, paste.query, standing);
-      return !found || endsElsewhere(paste, found.matched) ? null : found;
+      const usual = usualCauseIn(paste);
+      if (!usual || !usual.decides) return null;  // other common causes: it leads the differential
+      const name = usual.case;
+      const hit = standing.find((h) => h.case === name);
+      return { step: "claims", kind: "case", name, sureness: index.usual_cause,
+        variant: usual.variant || (hit ? hit.variant : ""),
+        where: hit && !usual.variant ? hit.where : "", matched: usual.line, questions: [],
+        candidates: [...new Set(standing.map((h) => h.case))].filter((c) => c !== name)
+          .sort(byName) };
     }
 
     const differentialAnswer = (ranked, why, family, line) => ({ step: "differential",
@@ -489,18 +486,25 @@
       family, sureness: `family, by ${why}`, questions: [], candidates: members(family).sort(byName) });
 
     function differential(paste, hits) {
-      if (hits.length) {  // a generic message, or a documented one something contradicts
-        const family = messageFamily(hits[0].line)[0] || index.cases[hits[0].case].family;
+      const usual = usualCauseIn(paste);
+      const leader = usual && !usual.decides ? usual.case : "";
+      if (hits.length || leader) {  // a generic message, or a documented one something contradicts
+        const line = leader ? usual.line : hits[0].line;
+        const family = messageFamily(line)[0] || index.cases[leader || hits[0].case].family;
+        // The usual cause of a message with others first; then the cases documenting this very
+        // message before those documenting its shape, each group by the paste's other words.
         const scores = bm25(index.case_bm25, paste.query);
         const byScore = (a, b) => scores[b] - scores[a] || byName(a, b);
         const exact = [...new Set(hits.filter((h) => h.how === "message").map((h) => h.case))]
           .sort(byScore);
         const rest = [...new Set(hits.map((h) => h.case))].filter((c) => !exact.includes(c))
           .sort(byScore);
+        const ranked = [...exact, ...rest];
         const contradicted = (hits.find((h) => h.contradicted) || {}).contradicted || "";
         const why = contradicted ? `documented message, but ${contradicted}`
-          : "a generic message: it names the clash, never its cause";
-        return differentialAnswer([...exact, ...rest], why, family, hits[0].line);
+          : leader ? index.leads_why : "a generic message: it names the clash, never its cause";
+        return differentialAnswer(leader ? [leader, ...ranked.filter((c) => c !== leader)] : ranked,
+          why, family, line);
       }
       for (const line of paste.lines) {
         const [family] = messageFamily(line);
