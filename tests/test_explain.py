@@ -484,3 +484,20 @@ def test_only_a_message_names_a_family_never_the_words_around_an_unknown_error()
     found = first("RuntimeError: Expected all tensors to be on the same device, but found at "
                   "least two devices, cuda:1 and cuda:0!")  # two GPUs: no case's usual cause
     assert (found.kind, found.name) == ("family", "device-placement"), found
+
+
+def test_a_case_s_subject_is_the_names_its_title_gives_before_the_colon():
+    """The names a symptom description must say for a case to be a candidate: proper names,
+    never the common words around them; names joined by " / " are one name."""
+    subjects = default_catalog().subjects
+    assert subjects["sdxl-vae-fp16"] == [["sdxl"]] and subjects["gemma3-fp16-overflow"] == [
+        ["gemma3"]]
+    assert subjects["gradscaler-unscale-twice"] == [["gradscaler"]]  # not "with accumulation"
+    assert subjects["fsdp-lora-flat-dtype"] == [["fsdp"], ["lora"]]
+    assert subjects["omnilmm"] == [["minicpm", "omnilmm"]]  # either name
+    assert subjects["chroma-float-mask"] == [["chroma"]]  # a capitalised name past the first
+    assert subjects["cpu-fp16-kernels"] == []  # "torch on the CPU": a library and a device
+    # A mask constant past float16's range described on another model than DeBERTa's
+    found = first("Transformer attention energy.masked_fill(mask == 0, -1e10) on 16-bit "
+                  "precision: the -1e10 can't be converted to half")  # fmt: skip
+    assert "half-mask-fill-overflow" in found.candidates[:3], found

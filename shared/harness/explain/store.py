@@ -90,11 +90,18 @@ def _unanchored(pattern: str) -> str:
 
 
 def subject(case: Case) -> list[list[str]]:
-    """What the title names before its colon (libraries and dtypes left out), each name as the
-    spellings that stand for it: SDXL; T5; gemma3; CogAgent-VQA: cogagent or vqa."""
+    """The names the title gives before its colon, each as the spellings that stand for it:
+    SDXL; T5; gemma3; Chroma; CogAgent-VQA: cogagent or vqa; names joined by " / " are one name
+    (MiniCPM-V-2 / OmniLMM). A name is a word with a capital past its first letter or a digit, or
+    a capitalised word past the head's first: libraries, dtypes and common words ("under
+    autocast", "with gradient accumulation") name nothing a paste must say."""
     head = re.sub(r"\b([A-Za-z]{3,}) (\d)\b", r"\1\2", case.title.split(":", 1)[0])
+    alternatives = re.split(r"\s+/\s+", head)
     names = []
-    for compound in re.split(r"[\s/+]+", head):
+    for compound in " ".join(alternatives).split():
+        if not (re.search(r"[A-Za-z][A-Za-z0-9]*[A-Z0-9]", compound)
+                or (compound[:1].isupper() and not head.startswith(compound))):  # fmt: skip
+            continue
         parts = {re.sub(r"(?<=[a-z])1$", "", w.lower())  # FSDP1: fsdp
                  for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", compound)}  # fmt: skip
         parts = sorted(w for w in parts - NOT_SUBJECT if len(w) > 1)
@@ -102,6 +109,8 @@ def subject(case: Case) -> list[list[str]]:
             parts = [w for w in parts if len(w) > 2] or parts
         if parts and parts not in names:
             names.append(parts)
+    if len(alternatives) > 1 and names:  # MiniCPM-V-2 / OmniLMM: either name
+        return [sorted({w for parts in names for w in parts})]
     return names
 
 

@@ -129,7 +129,7 @@ SYNONYMS = (
 # Words a title names that are no subject: libraries, dtypes, devices, glue.
 NOT_SUBJECT = {*VERSIONED_PACKAGES, "pytorch", "cpu", "cuda", "gpu", "pure", "the", "on", "a",
                "an", "in", "with", "of", "to", "and", "or", "its", "fp16", "bf16", "float16",
-               "bfloat16", "float32", "half", "model", "models", "training", "multi",
+               "bfloat16", "float32", "float64", "half", "model", "models", "training", "multi",
                "single"}  # fmt: skip
 
 # bm25s's English stopwords and the pronouns and verbs every report has.
