@@ -253,3 +253,30 @@ def test_a_setting_counts_a_quantized_weight_by_its_layer_not_its_storage_dtype(
         "float32",
         "quantized:Linear4bit",
     ]
+
+
+class _ScaledInPlace(nn.Module):
+    """A block that scales its child's output in place: the same tensor object, now inf."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(4, 4).to(torch.float16)
+
+    def forward(self, x):
+        return self.inner(x).mul_(1e6)
+
+
+def test_the_producer_is_named_past_the_modules_whose_output_goes_unjudged():
+    """Outputs that cannot be the first inf (torch's bounded activations, an eval Dropout's
+    hand-on, a container returning an output already judged and unchanged) go unjudged; an
+    output changed in place since it was judged is judged again."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.SiLU(), _ScaledInPlace(), nn.Dropout(0.1), nn.GELU()).eval()
+    with NonFiniteGuard(model) as values:
+        model(torch.full((2, 4), 0.5, dtype=torch.float16))
+    assert values.first is not None and values.first.module == "Sequential.1", values.first
+    # The same chain made finite: nothing reported.
+    model[1].forward = lambda x: model[1].inner(x)
+    with NonFiniteGuard(model) as quiet:
+        model(torch.full((2, 4), 0.5, dtype=torch.float16))
+    assert quiet.first is None

@@ -402,6 +402,9 @@ class NonFiniteGuard(_ModuleWatch):
         super().__init__(model)
         self.first: NonFinite | None = None
         self._module: nn.Module | None = None
+        # The last output judged finite (one tensor held) and its in-place version then.
+        self._last_finite: torch.Tensor | None = None
+        self._last_version = -1
         # Training NaNs often start in the backward pass (fairseq's NanDetector watches both).
         self.gradients = gradients
         self.first_gradient: NonFiniteGradient | None = None
@@ -435,8 +438,11 @@ class NonFiniteGuard(_ModuleWatch):
         return check
 
     def _on_return(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
-        if self.first is not None:
+        if self.first is not None or type(module) in FINITE_FROM_FINITE or (
+                type(module) in DROPOUTS and not module.training):  # fmt: skip
             return
+        if output is self._last_finite and output._version == self._last_version:
+            return  # judged already, unchanged: a container's or an eval Dropout's hand-on
         with unwatched():
             self._judge_output(module, args, kwargs, output)
 
@@ -444,6 +450,7 @@ class NonFiniteGuard(_ModuleWatch):
         try:
             if isinstance(output, torch.Tensor):  # the common case, without a list
                 if not output.is_floating_point() or _finite(output):
+                    self._last_finite, self._last_version = output, output._version
                     return
                 bad = [output]
             else:
@@ -559,3 +566,16 @@ def _finite(tensor: torch.Tensor) -> bool:
 
 
 _PLAIN_TENSORS = (torch.Tensor, nn.Parameter)
+
+# torch's own modules whose output is finite wherever their input is (bounded, or at most the
+# input's magnitude): they never produce the first inf or NaN, so their outputs go unjudged.
+# Not Dropout (training divides by 1 - p, which can pass float16's largest value), ELU or SELU
+# (scaled), LeakyReLU (any slope).
+FINITE_FROM_FINITE = frozenset({
+    nn.Identity, nn.Flatten, nn.Unflatten, nn.ReLU, nn.ReLU6, nn.GELU, nn.SiLU, nn.Mish,
+    nn.Tanh, nn.Sigmoid, nn.Hardtanh, nn.Hardsigmoid, nn.Hardswish, nn.Softsign, nn.Softmax,
+    nn.Softmin,
+})
+# torch's dropouts, which return their input as it is outside training (nothing produced there).
+DROPOUTS = frozenset({nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
+                      nn.FeatureAlphaDropout})
