@@ -136,8 +136,6 @@ def test_a_generic_message_names_the_case_that_declares_itself_its_usual_cause()
     """usual_cause_of: torch's message alone, where one case is what nearly always causes it."""
     for text, case in (
         ("NotImplementedError: Cannot copy out of meta tensor; no data!", "meta-tensor-copy"),
-        ("inference with my LoRA: RuntimeError: expected scalar type Half but found Float",
-         "lora-adapter-dtype"),
         ("`.to` is not supported for `4-bit` or `8-bit` bitsandbytes models", "bnb-quantized-to"),
     ):
         found = first(text)
@@ -155,13 +153,16 @@ def test_a_generic_message_names_the_case_that_declares_itself_its_usual_cause()
 
 def test_a_usual_cause_with_other_common_causes_leads_the_differential_unclaimed():
     """decides = false: a float64 operand (NumPy data, or a .double() in the project's code), a
-    floating clash in index_put_ (an embedding merge, or the project's own indexed write): the
-    usual cause first, with its check, never claimed."""
+    floating clash in index_put_ (an embedding merge, or the project's own indexed write), a
+    Half/Float clash beside a LoRA (its adapter, or an 8-bit base): the usual cause first, with
+    its check, never claimed."""
     for text, case, family in (
         ("RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float",
          "float64-input", "dtype-mix"),
         ("RuntimeError: expected scalar type Float but found Double", "float64-input",
          "dtype-mix"),
+        ("inference with my LoRA: RuntimeError: expected scalar type Half but found Float",
+         "lora-adapter-dtype", "dtype-mix"),
         ("RuntimeError: Index put requires the source and destination dtypes match, got Half "
          "for the destination and BFloat16 for the source.", "index-put-embed-merge",
          "dtype-mix"),
@@ -501,3 +502,15 @@ def test_a_case_s_subject_is_the_names_its_title_gives_before_the_colon():
     found = first("Transformer attention energy.masked_fill(mask == 0, -1e10) on 16-bit "
                   "precision: the -1e10 can't be converted to half")  # fmt: skip
     assert "half-mask-fill-overflow" in found.candidates[:3], found
+
+
+def test_a_dtype_clash_beside_a_quantized_base_names_no_family():
+    """A quantized base's layers give a generic dtype clash as often as a plain mix does (both
+    read alike): no family is named there; without one, the clash is dtype-mix."""
+    plain = "RuntimeError: expected scalar type Float but found Half"
+    assert (first(plain).kind, first(plain).name) == ("family", "dtype-mix"), first(plain)
+    for text in (plain + "\nthe base model is loaded with load_in_8bit=True",
+                 "GPTQ model: " + plain):  # fmt: skip
+        found = first(text)
+        assert (found.kind, found.name, found.family) == ("none", "", ""), (text, found)
+        assert "quantized base" in found.sureness

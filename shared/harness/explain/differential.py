@@ -12,6 +12,8 @@ from shared.harness.explain.store import Catalog, bm25_scores, names_subject
 from shared.harness.explain.text import (
     DESCRIPTION_WHY,
     NAMES_NOTHING_WHY,
+    QUANTIZED_BASE,
+    QUANTIZED_WHY,
     SD_TOOLS,
     SD_VERSIONS,
     SYMPTOM_MIN_SCORE,
@@ -33,6 +35,7 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
         line = usual.line if leader else hits[0].line
         family, _ = message_family(line)
         family = family or catalog.cases[hits[0].case if hits else leader].family
+        family = "" if family == "dtype-mix" and _quantized(paste) else family
         # The usual cause of a message with others first; then the cases documenting this very
         # message before those documenting its shape, each group by the paste's other words
         # (its paths, its model's names).
@@ -48,6 +51,8 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
         return _differential_answer(ranked, why, family, line, catalog)
     for line in paste.lines:
         family, _ = message_family(line)
+        if family == "dtype-mix" and _quantized(paste):  # quantization's, or a plain mix
+            return Answer("none", "", QUANTIZED_WHY, step="abstain")
         if family:  # no case documents this message: its family's cases would mislead
             found = _family_answer(family, "its message", catalog)
             found.candidates = same_wording(line, catalog)
@@ -82,6 +87,11 @@ def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
 LEADS_WHY = "a generic message with several common causes: the usual one first"
 DIFFERENTIAL_SIZE = DIFFERENTIAL_POOL = 3  # at most three candidates, of the three best
 DIAGNOSE = "nox -s diagnose -- your_script.py"  # settles it on the user's own run
+
+
+def _quantized(paste: Paste) -> bool:
+    """The paste speaks of a quantized base: a generic dtype clash is then no family's to name."""
+    return bool(QUANTIZED_BASE.search(paste.text.lower()))
 
 
 def _differential_answer(ranked: list[str], why: str, family: str, line: str,

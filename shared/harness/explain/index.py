@@ -30,6 +30,8 @@ from shared.harness.explain.text import (
     NAN_WORD,
     OTHER_DEVICE,
     PASTED_VERSION,
+    QUANTIZED_BASE,
+    QUANTIZED_WHY,
     SD2,
     SD_TOOLS,
     SD_VERSIONS,
@@ -68,6 +70,8 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "shared_sites": SHARED_SITES,
         "names_nothing": NAMES_NOTHING.pattern,  # case-insensitive
         "names_nothing_why": NAMES_NOTHING_WHY,
+        "quantized_base": QUANTIZED_BASE.pattern,  # on the lower-cased text
+        "quantized_why": QUANTIZED_WHY,
         "sd2": SD2.pattern,  # case-insensitive
         "sdxl_file": SDXL_FILE.pattern,  # case-insensitive
         "sd_tools": sorted(SD_TOOLS),

@@ -99,6 +99,13 @@ DESCRIPTION_WHY = ("a description without an error: its words fit several famili
 UNKNOWN_ERROR_WHY = ("an error no documented case and no family's message matches: "
                      "`python -m shared.culprit run your_script.py` names the module that raised "
                      "it and the mechanism on your run")
+# A quantized base (bitsandbytes, GPTQ, AWQ, int8/int4 loading): its layers' own output dtypes
+# raise torch's generic dtype clash as often as a module another dtype than its input does.
+QUANTIZED_BASE = re.compile(r"(?:^|[^a-z0-9])(?:load_in_[48]bit|[48][- ]?bits?\b|int[48]\b|"
+                            r"bitsandbytes|bnb\b|gptq|awq\b|qlora|quantiz)")  # lower-cased text
+QUANTIZED_WHY = ("a dtype clash beside a quantized base: its layers' output dtypes (a "
+                 "quantization failure) and a plain dtype mix read alike; `python -m "
+                 "shared.culprit run your_script.py` names the module on your run")
 NAMES_NOTHING_WHY = ("a CUDA device-side assert names no failure: the assertion printed above "
                      "it (or a run with CUDA_LAUNCH_BLOCKING=1) says which")
 # Messages that keep no direction: the order of the two dtypes is the order met, not a role.

@@ -477,6 +477,9 @@
           .sort(byName) };
     }
 
+    // The paste speaks of a quantized base: a generic dtype clash is then no family's to name.
+    const quantized = (paste) => new RegExp(index.quantized_base).test(paste.text.toLowerCase());
+
     const differentialAnswer = (ranked, why, family, line) => ({ step: "differential",
       kind: "differential", name: family, family, sureness: why, matched: line,
       candidates: ranked, questions: ranked.slice(0, SIZE).map((n) => index.cases[n].asks) });
@@ -490,7 +493,8 @@
       const leader = usual && !usual.decides ? usual.case : "";
       if (hits.length || leader) {  // a generic message, or a documented one something contradicts
         const line = leader ? usual.line : hits[0].line;
-        const family = messageFamily(line)[0] || index.cases[leader || hits[0].case].family;
+        let family = messageFamily(line)[0] || index.cases[leader || hits[0].case].family;
+        if (family === "dtype-mix" && quantized(paste)) family = "";
         // The usual cause of a message with others first; then the cases documenting this very
         // message before those documenting its shape, each group by the paste's other words.
         const scores = bm25(index.case_bm25, paste.query);
@@ -508,6 +512,10 @@
       }
       for (const line of paste.lines) {
         const [family] = messageFamily(line);
+        if (family === "dtype-mix" && quantized(paste)) {  // quantization's, or a plain mix
+          return { step: "abstain", kind: "none", name: "", family: "", candidates: [],
+            sureness: index.quantized_why, questions: [] };
+        }
         if (family) return { ...familyAnswer(family, "its message"), candidates: sameWording(line) };
       }
       const namesNothing = new RegExp(index.names_nothing, "i");
