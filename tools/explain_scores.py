@@ -8,6 +8,8 @@ before explain ran on it, never tuned on). Per half, issue 31's measures:
 - claims right: of the reports explain claims a case for, the share whose case it is;
 - covered errors, right case first: of the errors and errors in sentences (no symptom
   description) whose case is in the tree, the share it claims;
+- covered errors, claimed or leading: the same, claimed or first in an unclaimed differential
+  (a usual cause its reports contradict leads one, with its question);
 - symptoms, right case among candidates: of the covered symptom descriptions, the share where the
   case is claimed or among the first three candidates named;
 - uncovered claimed: of the reports no case in the tree documents, the share a case is claimed for;
@@ -48,6 +50,7 @@ def score(items: list[dict], in_tree: set[str],
     that already holds them passes its own)."""
     first_answer = first_answer or (lambda text: explain(text)[0])
     counts = {m: [0, 0] for m in ("claims right", "covered errors, right case first",
+                                  "covered errors, claimed or leading",
                                   "symptoms, right case among candidates",
                                   "uncovered claimed", "wrong family")}  # fmt: skip
     misses = []
@@ -61,6 +64,9 @@ def score(items: list[dict], in_tree: set[str],
         if covered and report["form"] != "symptom":
             counts["covered errors, right case first"][0] += claimed and first.name == case
             counts["covered errors, right case first"][1] += 1
+            counts["covered errors, claimed or leading"][0] += (claimed and first.name == case) or (
+                first.kind == "differential" and first.candidates[:1] == [case])
+            counts["covered errors, claimed or leading"][1] += 1
         if covered:
             if report["form"] == "symptom":
                 counts["symptoms, right case among candidates"][0] += named(first, case)
