@@ -117,7 +117,9 @@ KEYS = (
     Key("usual_cause_of", (TOP,), "tables", "optional: `[[usual_cause_of]]` tables (keys below) "
         "for the generic messages (torch's own checks, which never say why) this case is the "
         "usual cause of, so `explain` names it for them without another anchor. Claim a message "
-        "only where your case really is what nearly always causes it, in the direction it says"),
+        "only where your case really is what nearly always causes it, in the direction it says; "
+        "where the corpus's reports show other causes too, `decides = false` makes the case "
+        "lead the differential instead"),
     Key("variant", (TOP,), "tables", "one `[[variant]]` table per variant", required=True),
     # [[variant]]
     Key("name", (VARIANT,), "text", "unique within the case; `broken*`, `fixed*`, or a name "
