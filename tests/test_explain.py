@@ -135,7 +135,6 @@ def test_a_family_lists_the_cases_of_the_very_message_first():
 def test_a_generic_message_names_the_case_that_declares_itself_its_usual_cause():
     """usual_cause_of: torch's message alone, where one case is what nearly always causes it."""
     for text, case in (
-        ("NotImplementedError: Cannot copy out of meta tensor; no data!", "meta-tensor-copy"),
         ("`.to` is not supported for `4-bit` or `8-bit` bitsandbytes models", "bnb-quantized-to"),
     ):
         found = first(text)
@@ -154,8 +153,9 @@ def test_a_generic_message_names_the_case_that_declares_itself_its_usual_cause()
 def test_a_usual_cause_with_other_common_causes_leads_the_differential_unclaimed():
     """decides = false: a float64 operand (NumPy data, or a .double() in the project's code), a
     floating clash in index_put_ (an embedding merge, or the project's own indexed write), a
-    Half/Float clash beside a LoRA (its adapter, or an 8-bit base): the usual cause first, with
-    its check, never claimed."""
+    Half/Float clash beside a LoRA (its adapter, or an 8-bit base), a tensor copied off the meta
+    device (threads that never say why it was there): the usual cause first, with its check,
+    never claimed."""
     for text, case, family in (
         ("RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float",
          "float64-input", "dtype-mix"),
@@ -163,6 +163,8 @@ def test_a_usual_cause_with_other_common_causes_leads_the_differential_unclaimed
          "dtype-mix"),
         ("inference with my LoRA: RuntimeError: expected scalar type Half but found Float",
          "lora-adapter-dtype", "dtype-mix"),
+        ("NotImplementedError: Cannot copy out of meta tensor; no data!", "meta-tensor-copy",
+         "meta-tensors"),
         ("RuntimeError: Index put requires the source and destination dtypes match, got Half "
          "for the destination and BFloat16 for the source.", "index-put-embed-merge",
          "dtype-mix"),
