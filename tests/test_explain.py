@@ -516,3 +516,13 @@ def test_a_dtype_clash_beside_a_quantized_base_names_no_family():
         found = first(text)
         assert (found.kind, found.name, found.family) == ("none", "", ""), (text, found)
         assert "quantized base" in found.sureness
+
+
+def test_torch_1_0s_wording_of_a_missing_half_kernel_reads_its_device_from_the_tensor_type():
+    """"_th_index_select is not implemented for type torch.HalfTensor": the CPU type is
+    cpu-fp16-kernels' mechanism; the CUDA type names no case, only the family."""
+    found = first("RuntimeError: _th_index_select is not implemented for type torch.HalfTensor")
+    assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
+    found = first("RuntimeError: _th_index_select is not implemented for type "
+                  "torch.cuda.HalfTensor")  # fmt: skip
+    assert found.kind != "case" and found.family in ("unsupported-dtype", ""), found

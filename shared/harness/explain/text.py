@@ -43,6 +43,9 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("gradient-scaling",
      r"_amp_(?:foreach_non_finite_check_and_unscale|update_scale)\w*\"? not implemented for", False),
     ("unsupported-dtype", r"not implemented for '(?:half|bfloat16|complexhalf)'", False),
+    # torch 1.0's wording of the same refusal, the tensor type naming the device
+    ("unsupported-dtype", r"is not implemented for type torch\.(?:cuda\.)?(?:half|bfloat16)tensor",
+     False),
     ("unsupported-dtype", r"unsupported dtype (?:half|bfloat16)", True),
     ("unsupported-dtype",
      r"cufft only supports dimensions whose sizes are powers of two when computing in half", True),
