@@ -442,7 +442,7 @@ class NonFiniteGuard(_ModuleWatch):
                 type(module) in DROPOUTS and not module.training):  # fmt: skip
             return
         if output is self._last_finite and output._version == self._last_version:
-            return  # judged already, unchanged: a container's or an eval Dropout's hand-on
+            return  # judged already, unchanged: a container handing on its child's output
         with unwatched():
             self._judge_output(module, args, kwargs, output)
 

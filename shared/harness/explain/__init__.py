@@ -49,7 +49,7 @@ from pathlib import Path
 from shared.harness import ExitCode
 from shared.harness.case import Case
 from shared.harness.explain.answer import Answer
-from shared.harness.explain.claims import claims
+from shared.harness.explain.claims import claims, usual_cause_in
 from shared.harness.explain.describe import describe
 from shared.harness.explain.differential import differential
 from shared.harness.explain.frames import frames
@@ -68,7 +68,8 @@ def answer(text: str, catalog: Catalog) -> list[Answer]:
     """The steps in order; the first is what explain prints first."""
     paste = parse(text, catalog)
     hits = frames(paste, messages(paste, catalog), catalog)
-    found = claims(paste, hits, catalog) or differential(paste, hits, catalog)
+    usual = usual_cause_in(paste, catalog)  # read once: claimed where it decides, else it leads
+    found = claims(paste, hits, usual, catalog) or differential(paste, hits, usual, catalog)
     return [found]
 
 

@@ -14,16 +14,16 @@ from shared.harness.explain.store import Catalog, bm25_scores
 from shared.harness.explain.text import OTHER_DEVICE, canonical, message_family
 
 
-def claims(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer | None:
+def claims(paste: Paste, hits: list[Hit], usual: UsualFound | None,
+           catalog: Catalog) -> Answer | None:  # fmt: skip
     """A case, only on evidence that decides: its message (specific, or generic with an anchor:
     raise site, subject, project), or a generic message it declares itself the usual cause of
-    and that decides it; nothing contradicting it."""
+    (``usual``, from :func:`usual_cause_in`) and that decides it; nothing contradicting it."""
     standing = [h for h in hits if not h.contradicted]
     specific = [h for h in standing if not h.generic or h.anchored]
     if specific:
         found = _case_from_hits(specific, hits, paste.query, catalog)
         return None if ends_elsewhere(paste, found.matched, catalog) else found
-    usual = usual_cause_in(paste, catalog)
     if not usual or not usual.cause.decides:  # other common causes: it leads the differential
         return None
     hit = next((h for h in standing if h.case == usual.case), None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from shared.harness.case import Case
 from shared.harness.explain.answer import Answer, Hit
-from shared.harness.explain.claims import usual_cause_in
+from shared.harness.explain.claims import UsualFound
 from shared.harness.explain.messages import same_wording
 from shared.harness.explain.parse import Paste
 from shared.harness.explain.store import Catalog, bm25_scores, names_subject
@@ -26,10 +26,11 @@ from shared.harness.explain.text import (
 from shared.hazards import NAMES_NOTHING
 
 
-def differential(paste: Paste, hits: list[Hit], catalog: Catalog) -> Answer:
+def differential(paste: Paste, hits: list[Hit], usual: UsualFound | None,
+                 catalog: Catalog) -> Answer:  # fmt: skip
     """No claim: the cases the evidence leaves (at most three, each with the check that tells
-    it apart), else no documented case and the closest family."""
-    usual = usual_cause_in(paste, catalog)
+    it apart; a usual cause that does not decide first), else no documented case and the
+    closest family."""
     leader = usual.case if usual and not usual.cause.decides else ""
     if hits or leader:  # a generic message, or a documented one something contradicts
         line = usual.line if leader else hits[0].line

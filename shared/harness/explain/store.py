@@ -96,11 +96,10 @@ def subject(case: Case) -> list[list[str]]:
     a capitalised word past the head's first: libraries, dtypes and common words ("under
     autocast", "with gradient accumulation") name nothing a paste must say."""
     head = re.sub(r"\b([A-Za-z]{3,}) (\d)\b", r"\1\2", case.title.split(":", 1)[0])
-    alternatives = re.split(r"\s+/\s+", head)
     names = []
-    for compound in " ".join(alternatives).split():
+    for position, compound in enumerate(re.split(r"[\s/+]+", head)):
         if not (re.search(r"[A-Za-z][A-Za-z0-9]*[A-Z0-9]", compound)
-                or (compound[:1].isupper() and not head.startswith(compound))):  # fmt: skip
+                or (compound[:1].isupper() and position)):  # fmt: skip
             continue
         parts = {re.sub(r"(?<=[a-z])1$", "", w.lower())  # FSDP1: fsdp
                  for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", compound)}  # fmt: skip
@@ -109,7 +108,7 @@ def subject(case: Case) -> list[list[str]]:
             parts = [w for w in parts if len(w) > 2] or parts
         if parts and parts not in names:
             names.append(parts)
-    if len(alternatives) > 1 and names:  # MiniCPM-V-2 / OmniLMM: either name
+    if " / " in head and names:  # MiniCPM-V-2 / OmniLMM: either name
         return [sorted({w for parts in names for w in parts})]
     return names
 

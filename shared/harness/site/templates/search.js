@@ -300,6 +300,10 @@
         where: best.where, matched: best.line, candidates: others, questions: [] };
     }
 
+    // Each case's usual-cause declarations, by name, their regexes built once.
+    const USUAL_CAUSES = Object.keys(index.usual_causes).sort(byName).map((name) => [name,
+      index.usual_causes[name].map(([message, ...rest]) => [new RegExp(message, "i"), ...rest])]);
+
     // The first pasted line holding a generic message a case declares itself the usual cause
     // of ({case, variant, decides, line}), or null; none where a pasted message names another
     // device (usual causes are CPU/CUDA mechanisms) or the paste ends in another error.
@@ -308,9 +312,9 @@
       const words = new Set(paste.query);
       for (const line of paste.lines) {
         const lineC = canonical(line);
-        for (const name of Object.keys(index.usual_causes).sort(byName)) {
-          for (const [message, named, unlessNamed, variant, decides] of index.usual_causes[name]) {
-            if (new RegExp(message, "i").test(lineC) &&
+        for (const [name, declared] of USUAL_CAUSES) {
+          for (const [message, named, unlessNamed, variant, decides] of declared) {
+            if (message.test(lineC) &&
                 (!named.length || named.some((w) => words.has(w))) &&
                 !unlessNamed.some((w) => words.has(w))) {
               return endsElsewhere(paste, line) ? null : { case: name, variant, decides, line };
@@ -459,14 +463,13 @@
       return !findHits(last, variants).length;
     }
 
-    function claims(paste, hits) {
+    function claims(paste, hits, usual) {
       const standing = hits.filter((h) => !h.contradicted);
       const specific = standing.filter((h) => !h.generic || h.anchored);
       if (specific.length) {
         const found = caseFromHits(specific, hits, paste.query);
         return endsElsewhere(paste, found.matched) ? null : found;
       }
-      const usual = usualCauseIn(paste);
       if (!usual || !usual.decides) return null;  // other common causes: it leads the differential
       const name = usual.case;
       const hit = standing.find((h) => h.case === name);
@@ -478,7 +481,8 @@
     }
 
     // The paste speaks of a quantized base: a generic dtype clash is then no family's to name.
-    const quantized = (paste) => new RegExp(index.quantized_base).test(paste.text.toLowerCase());
+    const QUANTIZED_BASE = new RegExp(index.quantized_base);  // on the lower-cased text
+    const quantized = (paste) => QUANTIZED_BASE.test(paste.text.toLowerCase());
 
     const differentialAnswer = (ranked, why, family, line) => ({ step: "differential",
       kind: "differential", name: family, family, sureness: why, matched: line,
@@ -488,8 +492,7 @@
     const familyAnswer = (family, why) => ({ step: "abstain", kind: "family", name: family,
       family, sureness: `family, by ${why}`, questions: [], candidates: members(family).sort(byName) });
 
-    function differential(paste, hits) {
-      const usual = usualCauseIn(paste);
+    function differential(paste, hits, usual) {
       const leader = usual && !usual.decides ? usual.case : "";
       if (hits.length || leader) {  // a generic message, or a documented one something contradicts
         const line = leader ? usual.line : hits[0].line;
@@ -553,7 +556,8 @@
     return function explain(text) {
       const paste = parse(text);
       const hits = messages(paste);
-      return claims(paste, hits) || differential(paste, hits);
+      const usual = usualCauseIn(paste);  // read once: claimed where it decides, else it leads
+      return claims(paste, hits, usual) || differential(paste, hits, usual);
     };
   }
 
