@@ -594,6 +594,20 @@ def test_benchmark_sweep_dates_are_the_configured_ones():
         dates_to_measure(["2024-02-30"])
 
 
+def test_a_diagnose_overhead_that_cannot_be_measured_is_an_error(tmp_path, capsys):
+    """An environment that cannot import torch measures nothing: each row says so and the
+    benchmark exits 2, never a table that reads as measured."""
+    from shared.harness.benchmark import diagnose_figures
+
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named torch' >&2\nexit 1\n")
+    python.chmod(0o755)
+    with pytest.raises(UsageError, match=r"could not be measured with .*\(t5-half\)"):
+        diagnose_figures(["t5-half"], python)
+    assert "t5-half                      NOT MEASURED (exit 1): ModuleNotFoundError" in (
+        capsys.readouterr().out)
+
+
 @pytest.mark.parametrize(
     ("argv", "environment", "says"),
     [

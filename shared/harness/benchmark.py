@@ -50,6 +50,7 @@ from shared.harness.report import CaseReport
 from shared.harness.runner import NOT_PRELOADED, library_imports
 
 NOX = [sys.executable, "-m", "nox"]
+CASES_PYTHON = REPO_ROOT / ".nox" / "cases" / "bin" / "python"  # `nox -s cases`' environment
 RUN_LIMIT_RATIO = 1.2  # a warm run of one case within 1.2x its own limit
 ALL_LIMIT_RATIO = 1.1  # warm `nox -s cases` (every case, one run) within 1.1x its limit
 COLD_EXTRA_SECONDS = 60.0
@@ -164,7 +165,10 @@ def measure(args: argparse.Namespace) -> ExitCode:
         sweep_figures(args.repeat, jobs, args.envdir, args.dates)
         return ExitCode.OK
     if args.diagnose_only is not None:
-        diagnose_figures(args.diagnose_only or case_names(), Path(sys.executable))
+        # The cases' environment (torch and the libraries), made or refreshed without a run:
+        # this session's own holds nox alone.
+        timed([*NOX, "-s", "cases", "--install-only"])
+        diagnose_figures(args.diagnose_only or case_names(), CASES_PYTHON)
         return ExitCode.OK
     if args.cases:
         print("warming up: creating/refreshing the nox environments ...", flush=True)
@@ -176,8 +180,7 @@ def measure(args: argparse.Namespace) -> ExitCode:
     names = case_names()
     print("warming up: creating/refreshing the nox environments ...", flush=True)
     timed([*NOX, "-s", "cases", *[f"case-{name}" for name in names]])
-    env_python = REPO_ROOT / ".nox" / "cases" / "bin" / "python"
-    floor = median_of(args.repeat, [str(env_python), "-c", floor_code()])
+    floor = median_of(args.repeat, [str(CASES_PYTHON), "-c", floor_code()])
     warm_all = median_of(args.repeat, [*NOX, "-s", "cases"])
     compute_all, largest = variant_seconds(names)
     rows = case_rows(names, args.repeat, jobs)
@@ -208,7 +211,7 @@ def measure(args: argparse.Namespace) -> ExitCode:
         f"{all_envs / 1024:.0f} MiB (hardlinks once), ratio {disk_ratio:.2f} "
         f"(target <= {DISK_RATIO:g}): {'met' if disk_ratio <= DISK_RATIO else 'MISSED'}"
     )
-    diagnose_figures(names, env_python)
+    diagnose_figures(names, CASES_PYTHON)
     sweep_figures(args.repeat, jobs, args.envdir)
     return ExitCode.OK
 
@@ -240,23 +243,30 @@ def diagnose_figures(names: list[str], python: Path) -> None:
     """Part 6: per case, a forward pass under a Diagnosis against the same pass bare."""
     print(f"\ndiagnose overhead: one forward pass of each case's model, under "
           f"`python -m shared.culprit run` / bare (target <= {DIAGNOSE_RATIO:g})")  # fmt: skip
-    print(f"{'case':28} {'model':26} {'bare ms':>8} {'diag ms':>8} {'ratio':>6} {'first':>6} "
-          f"{'floor':>6} {'batch':>5} {'bare ms':>8} {'ratio':>6}")  # fmt: skip
-    measured, ratios, firsts, floors, batched_ratios = [], [], [], [], []
+    print(f"{'case':28} {'model':26} {'bare ms':>8} {'diag ms':>8} {'ratio':>6} {'hooks':>6} "
+          f"{'first':>6} {'floor':>6} {'batch':>5} {'bare ms':>8} {'ratio':>6}")  # fmt: skip
+    measured, ratios, hooks, firsts, floors, batched_ratios = [], [], [], [], [], []
+    failed = []
     fully_watched = "?"
     for name in names:
         done = subprocess.run([str(python), "-m", "shared.harness.overhead", name], cwd=REPO_ROOT,
                               capture_output=True, text=True)  # fmt: skip
         lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
         found = json.loads(lines[-1]) if lines else {}
+        if done.returncode != 0 or not lines:  # not measured: never a row that reads as one
+            failed.append(name)
+            last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+            print(f"{name:28} NOT MEASURED (exit {done.returncode}): {last[:120]}")
+            continue
         if not found.get("model"):
-            print(f"{name:28} no model called on the CPU (exit {done.returncode})")
+            print(f"{name:28} no model called on the CPU")
             continue
         measured.append(name)
         fully_watched = found["fully_watched_calls"]
         ratio = found["diagnosed_s"] / found["bare_s"]
         first = found["every_call_s"] / found["bare_s"]
         floor = found["call_through_s"] / found["bare_s"]
+        hooks.append(found["hooks_only_s"] / found["bare_s"])
         ratios.append(ratio)
         firsts.append(first)
         floors.append(floor)
@@ -266,7 +276,8 @@ def diagnose_figures(names: list[str], python: Path) -> None:
             batched = (f" {found['batch']:5d} {found['batched_bare_s'] * 1e3:8.2f} "
                        f"{batched_ratios[-1]:6.2f}")  # fmt: skip
         print(f"{name:28} {found['model'][:26]:26} {found['bare_s'] * 1e3:8.2f} "
-              f"{found['diagnosed_s'] * 1e3:8.2f} {ratio:6.2f} {first:6.2f} {floor:6.2f}"
+              f"{found['diagnosed_s'] * 1e3:8.2f} {ratio:6.2f} {hooks[-1]:6.2f} {first:6.2f} "
+              f"{floor:6.2f}"
               f"{batched}")  # fmt: skip
     if ratios:
         median = statistics.median(ratios)
@@ -277,6 +288,9 @@ def diagnose_figures(names: list[str], python: Path) -> None:
               f"{median:.2f} (target <= {DIAGNOSE_RATIO:g}: {verdict}), "
               f"worst {max(ratios):.2f}; over {DIAGNOSE_RATIO:g}: {len(over)} of {len(ratios)}"
               f"{': ' + ', '.join(over) if over else ''}")  # fmt: skip
+        print(f"hooks: the pass under a global pre-hook and forward hook that do nothing "
+              f"(torch's slow call path and a Python call per hook, before any check): median "
+              f"{statistics.median(hooks):.2f}, worst {max(hooks):.2f}")  # fmt: skip
         print(f"first: one of the model's first {fully_watched} calls (every torch call in "
               f"its forward watched too, as `--every-call` watches them all): median "
               f"{statistics.median(firsts):.2f}, worst {max(firsts):.2f}")  # fmt: skip
@@ -287,6 +301,10 @@ def diagnose_figures(names: list[str], python: Path) -> None:
               f"bare (at most {MAX_BATCH}x; not the target's measure): "
               f"median ratio {statistics.median(batched_ratios):.2f}, worst "
               f"{max(batched_ratios):.2f}, of {len(batched_ratios)} cases")  # fmt: skip
+    if failed:
+        raise UsageError(f"the overhead of {len(failed)} case(s) could not be measured with "
+                         f"{python} ({', '.join(failed)}): its error is on each row; is that "
+                         "environment whole (`nox -s cases` makes it)?")  # fmt: skip
 
 
 def dates_to_measure(dates: list[str] | None) -> list:

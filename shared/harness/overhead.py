@@ -3,7 +3,7 @@ against the same pass without, in a process of its own (``benchmark`` runs one p
 
     python -m shared.harness.overhead CASE
         -> one JSON line: case, model, bare_s, diagnosed_s, every_call_s, call_through_s,
-           fully_watched_calls, batch, batched_bare_s, batched_diagnosed_s
+           hooks_only_s, fully_watched_calls, batch, batched_bare_s, batched_diagnosed_s
 
 The case's first CPU-runnable passing variant runs once to build its model and inputs; the first
 outermost module call it makes (its model, its arguments) is then timed bare and diagnosed, both
@@ -20,6 +20,10 @@ the same pass watched as those first calls are (``--every-call``).
 through, the least any watch of every torch call costs (torch hands each call, a ``.dtype`` read
 too, to Python): the floor of the diagnosis's own overhead, which must watch inside forwards
 (SDPA's masks, fills and FFTs happen there).
+
+``hooks_only_s``: the same pass under one global forward pre-hook and one global forward hook
+that do nothing: torch's slow call path for every module and a Python call per hook, what any
+watch by module hooks costs before it checks anything (the diagnosis's own checks come on top).
 
 ``batched_*``: the same pass with every tensor argument's batch (its first dimension) repeated
 ``batch`` times, doubled until the bare pass lasts BATCHED_S (at most MAX_BATCH): the diagnosis
@@ -155,6 +159,22 @@ def call_through():
     return CallThrough()
 
 
+@contextlib.contextmanager
+def empty_hooks():
+    """A global forward pre-hook and forward hook (with keyword arguments, always called, as the
+    diagnosis's are) that do nothing."""
+    from torch.nn.modules import module as torch_module
+
+    handles = [torch_module.register_module_forward_pre_hook(lambda module, args: None),
+               torch_module.register_module_forward_hook(lambda module, args, *rest: None,
+                                                          with_kwargs=True, always_call=True)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def main(case_name: str) -> None:
     from shared.culprit.diagnose import FULLY_WATCHED_CALLS, Diagnosis
 
@@ -165,13 +185,15 @@ def main(case_name: str) -> None:
     if module is None:
         print(json.dumps({"case": case_name, "model": None}))
         return
-    bare, diagnosed, every_call, through = seconds(
-        module, args, kwargs, Diagnosis, functools.partial(Diagnosis, every_call=True), call_through
+    bare, diagnosed, every_call, through, hooks_only = seconds(
+        module, args, kwargs, Diagnosis, functools.partial(Diagnosis, every_call=True), call_through,
+        empty_hooks,
     )
     times, batched_bare, batched_diagnosed = batched_seconds(module, args, kwargs, Diagnosis)
     print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
                       "bare_s": bare, "diagnosed_s": diagnosed, "every_call_s": every_call,
-                      "call_through_s": through, "fully_watched_calls": FULLY_WATCHED_CALLS,
+                      "call_through_s": through, "hooks_only_s": hooks_only,
+                      "fully_watched_calls": FULLY_WATCHED_CALLS,
                       "batch": times, "batched_bare_s": batched_bare,
                       "batched_diagnosed_s": batched_diagnosed}))  # fmt: skip
 
