@@ -185,9 +185,9 @@ def main(case_name: str) -> None:
     if module is None:
         print(json.dumps({"case": case_name, "model": None}))
         return
+    every_call_diagnosis = functools.partial(Diagnosis, every_call=True)
     bare, diagnosed, every_call, through, hooks_only = seconds(
-        module, args, kwargs, Diagnosis, functools.partial(Diagnosis, every_call=True), call_through,
-        empty_hooks,
+        module, args, kwargs, Diagnosis, every_call_diagnosis, call_through, empty_hooks
     )
     times, batched_bare, batched_diagnosed = batched_seconds(module, args, kwargs, Diagnosis)
     print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
