@@ -202,23 +202,23 @@ def test_a_device_message_of_another_argument_says_so_not_other_dtypes():
     assert "documented with its wording, other tensors or devices: inputs-device" in text, text
 
 
-def test_each_direction_of_the_embedding_lookup_is_its_own_variant():
-    """CPU ids met by CUDA weights: the tokenizer's output left behind; CUDA ids met by CPU
-    weights: the model never moved. Both torch wordings."""
-    for cpu_ids in ("found at least two devices, cuda:0 and cpu! (when checking argument for "
-                    "argument index in method wrapper_CUDA__index_select)",
-                    "got index is on cpu, different from other tensors on cuda:0 (when checking "
-                    "argument in method wrapper_CUDA__index_select)"):  # fmt: skip
-        found = first("RuntimeError: Expected all tensors to be on the same device, but " + cpu_ids)
-        assert (found.kind, found.name, found.variant) == ("case", "inputs-device", "broken")
-    for cuda_ids in ("found at least two devices, cpu and cuda:0! (when checking argument for "
-                     "argument index in method wrapper_CUDA__index_select)",
-                     "got index is on cuda:0, different from other tensors on cpu (when checking "
-                     "argument in method wrapper_CUDA__index_select)"):  # fmt: skip
-        found = first("RuntimeError: Expected all tensors to be on the same device, but "
-                      + cuda_ids)
-        assert (found.kind, found.name, found.variant) == (
-            "case", "inputs-device", "broken_model_not_moved"), found
+def test_either_direction_of_the_embedding_lookup_leads_with_inputs_device_unclaimed():
+    """CPU ids met by CUDA weights (the tokenizer's output left behind) and CUDA ids met by CPU
+    weights (the model never moved), in both torch wordings: the reports show other causes, or
+    none their threads decide, more than 1 in 10 (detr#524, LightRAG#249), so inputs-device leads
+    the differential with its question and is never claimed."""
+    for ids in ("found at least two devices, cuda:0 and cpu! (when checking argument for "
+                "argument index in method wrapper_CUDA__index_select)",
+                "got index is on cpu, different from other tensors on cuda:0 (when checking "
+                "argument in method wrapper_CUDA__index_select)",
+                "found at least two devices, cpu and cuda:0! (when checking argument for "
+                "argument index in method wrapper_CUDA__index_select)",
+                "got index is on cuda:0, different from other tensors on cpu (when checking "
+                "argument in method wrapper_CUDA__index_select)"):  # fmt: skip
+        found = first("RuntimeError: Expected all tensors to be on the same device, but " + ids)
+        assert (found.kind, found.name, found.candidates[:1]) == (
+            "differential", "device-placement", ["inputs-device"]), found
+        assert found.sureness == LEADS_WHY, found
 
 
 def test_generates_warning_names_the_variant_of_its_direction():
@@ -245,7 +245,9 @@ def test_a_cpu_mat2_of_a_cuda_matmul_leads_with_inputs_device_unclaimed():
     assert found.sureness == LEADS_WHY, found
 
 
-def test_the_logits_processor_text_is_documented_by_inputs_device():
+def test_the_logits_processor_text_leads_with_inputs_device():
+    """isin's CPU test_elements (a logits processor built by hand) is one wording of the device
+    check inputs-device leads for, unclaimed."""
     for text in (
         "Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
         "and cpu! (when checking argument for argument test_elements in method "
@@ -255,8 +257,8 @@ def test_the_logits_processor_text_is_documented_by_inputs_device():
         "wrapper_CUDA_isin_Tensor_Tensor)",
     ):
         found = first(text)
-        assert (found.kind, found.name, found.variant) == (
-            "case", "inputs-device", "broken_processor_device"), found
+        assert (found.kind, found.name, found.candidates[:1]) == (
+            "differential", "device-placement", ["inputs-device"]), found
 
 
 def test_the_cuda_wording_is_the_cpu_one():
