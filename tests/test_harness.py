@@ -594,6 +594,26 @@ def test_benchmark_sweep_dates_are_the_configured_ones():
         dates_to_measure(["2024-02-30"])
 
 
+def test_the_overhead_replays_a_model_call_under_the_autocast_it_ran_under(tmp_path):
+    """A fix that is autocast (a bfloat16 model fed float32) fails replayed without it: the
+    measured call is replayed under the CPU autocast it ran under."""
+    import torch
+
+    from shared.harness.overhead import first_model_call, replayed_under
+
+    script = tmp_path / "fixed.py"
+    script.write_text("import torch\n"
+                      "model = torch.nn.Linear(4, 4).to(torch.bfloat16)\n"
+                      "with torch.autocast('cpu', dtype=torch.bfloat16):\n"
+                      "    model(torch.ones(2, 4))\n")  # fmt: skip
+    module, args, kwargs, autocast = first_model_call(script)
+    assert isinstance(module, torch.nn.Linear) and autocast == torch.bfloat16
+    with pytest.raises(RuntimeError, match="dtype"):
+        module(*args, **kwargs)
+    with replayed_under(autocast):
+        assert module(*args, **kwargs).dtype == torch.bfloat16
+
+
 def test_a_diagnose_overhead_that_cannot_be_measured_is_an_error(tmp_path, capsys):
     """An environment that cannot import torch measures nothing: each row says so and the
     benchmark exits 2, never a table that reads as measured."""

@@ -53,20 +53,24 @@ BATCHED_S, MAX_BATCH = 0.02, 1024
 
 
 def first_model_call(script) -> tuple:
-    """(module, args, kwargs) of the first outermost module call ``script`` completes."""
+    """(module, args, kwargs, autocast) of the first outermost module call ``script``
+    completes; ``autocast``: the CPU autocast dtype it ran under, or None (a fix that is
+    autocast fails replayed without it)."""
     import torch
     from torch.nn.modules import module as torch_module
 
-    calls, depth = [], [0]
+    calls, depth, autocast = [], [0], [None]
 
     def entering(module, args):
+        if depth[0] == 0:
+            autocast[0] = cpu_autocast_dtype()
         depth[0] += 1
 
     def leaving(module, args, *rest):
         depth[0] -= 1
         kwargs = rest[0] if len(rest) == 2 else {}  # keyword arguments too (from_pretrained's)
         if depth[0] == 0 and not calls:
-            calls.append((module, args, kwargs))
+            calls.append((module, args, kwargs, autocast[0]))
 
     handles = [torch_module.register_module_forward_pre_hook(entering),
                torch_module.register_module_forward_hook(leaving, with_kwargs=True,
@@ -81,7 +85,25 @@ def first_model_call(script) -> tuple:
     finally:
         for handle in handles:
             handle.remove()
-    return calls[0] if calls else (None, (), {})
+    return calls[0] if calls else (None, (), {}, None)
+
+
+def cpu_autocast_dtype():
+    """The dtype CPU autocast runs in now, or None where it is off."""
+    import torch
+
+    if not torch.is_autocast_cpu_enabled():
+        return None
+    return torch.get_autocast_cpu_dtype()
+
+
+def replayed_under(autocast) -> contextlib.AbstractContextManager:
+    """The autocast the measured call ran under, for its replays."""
+    import torch
+
+    if autocast is None:
+        return contextlib.nullcontext()
+    return torch.autocast("cpu", dtype=autocast)
 
 
 def seconds(module, args, kwargs, *watches) -> list[float]:
@@ -179,17 +201,20 @@ def main(case_name: str) -> None:
     from shared.culprit.diagnose import FULLY_WATCHED_CALLS, Diagnosis
 
     case = load_case(case_name)
-    variant = next(v for v in case.variants if v.expectation.expect == "pass"
-                   and not v.requires.cuda and not v.requires.gpus and v.launcher == "python")
-    module, args, kwargs = first_model_call(variant.script)
+    variant = next((v for v in case.variants if v.expectation.expect == "pass"
+                    and not v.requires.cuda and not v.requires.gpus and v.launcher == "python"),
+                   None)  # fmt: skip
+    module, args, kwargs, autocast = (first_model_call(variant.script) if variant else
+                                      (None, (), {}, None))  # fmt: skip
     if module is None:
         print(json.dumps({"case": case_name, "model": None}))
         return
     every_call_diagnosis = functools.partial(Diagnosis, every_call=True)
-    bare, diagnosed, every_call, through, hooks_only = seconds(
-        module, args, kwargs, Diagnosis, every_call_diagnosis, call_through, empty_hooks
-    )
-    times, batched_bare, batched_diagnosed = batched_seconds(module, args, kwargs, Diagnosis)
+    with replayed_under(autocast):
+        bare, diagnosed, every_call, through, hooks_only = seconds(
+            module, args, kwargs, Diagnosis, every_call_diagnosis, call_through, empty_hooks
+        )
+        times, batched_bare, batched_diagnosed = batched_seconds(module, args, kwargs, Diagnosis)
     print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
                       "bare_s": bare, "diagnosed_s": diagnosed, "every_call_s": every_call,
                       "call_through_s": through, "hooks_only_s": hooks_only,
