@@ -92,9 +92,10 @@ def cpu_autocast_dtype():
     """The dtype CPU autocast runs in now, or None where it is off."""
     import torch
 
-    if not torch.is_autocast_cpu_enabled():
-        return None
-    return torch.get_autocast_cpu_dtype()
+    try:  # torch >= 2.4 (its CPU-only functions deprecated there)
+        return torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
+    except (TypeError, AttributeError):
+        return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
 
 
 def replayed_under(autocast) -> contextlib.AbstractContextManager:
