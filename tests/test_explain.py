@@ -228,6 +228,12 @@ def test_either_direction_of_the_embedding_lookup_leads_with_inputs_device_uncla
         assert (found.kind, found.name, found.candidates[:1]) == (
             "differential", "device-placement", ["inputs-device"]), found
         assert found.sureness == LEADS_WHY, found
+        # The reverse declaration names its variant: the answer says which way round it usually is.
+        reverse = "cpu and cuda:0!" in ids or "is on cuda:0, different" in ids
+        assert found.variant == ("broken_model_not_moved" if reverse else ""), found
+        text = describe(found, default_catalog(), ids)
+        assert ("usually (broken_model_not_moved): tokenizer(...).to('cuda'), the model never "
+                "moved" in text) == reverse, text
 
 
 def test_generates_warning_names_the_variant_of_its_direction():

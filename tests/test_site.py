@@ -384,15 +384,16 @@ def test_the_search_script_answers_as_explain_on_every_text():
          "const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
          "const explain = makeExplain(input.index);"
          "process.stdout.write(JSON.stringify(input.texts.map(t => {"
-         "const a = explain(t); return [a.step, a.kind, a.name, a.candidates, a.questions];"
+         "const a = explain(t); "
+         "return [a.step, a.kind, a.name, a.candidates, a.questions, a.variant || ''];"
          "})));", str(script)],
         input=json.dumps({"index": index, "texts": texts}), capture_output=True, text=True,
         check=True,
     )  # fmt: skip
     # The step that answered (claims, differential, abstain), the answer, its cases in order
-    # (those documenting the very message first) and each candidate's check.
-    expected = [[found.step, found.kind, found.name, found.candidates, found.questions]
-                for found in map(first_answer, texts)]  # fmt: skip
+    # (those documenting the very message first), each candidate's check and the variant named.
+    expected = [[found.step, found.kind, found.name, found.candidates, found.questions,
+                 found.variant] for found in map(first_answer, texts)]  # fmt: skip
     got = json.loads(run.stdout)
     assert [(t, g) for t, g, e in zip(texts, got, expected, strict=True) if g != e] == []
 

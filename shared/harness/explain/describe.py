@@ -120,12 +120,21 @@ def describe_differential(found: Answer, catalog: Catalog) -> str:
     for number, (name, question) in enumerate(zip(found.candidates, found.questions,
                                                   strict=False), 1):
         lines += [f"  {number}. {name}: {catalog.cases[name].title}", f"     check: {question}"]
+        if number == 1 and found.variant:  # a leading usual cause's own way round
+            note = variant_note(catalog.cases[name], found.variant)
+            lines.append(f"     usually ({found.variant}): {note}")
     if more := found.candidates[len(found.questions):]:
         lines.append("  also documented with this message: " + ", ".join(more))
     if found.family:
         lines.append(f"  family {found.family}: {family_description(found.family)}")
     lines.append(RUN_DIAGNOSE)
     return "\n".join(lines)
+
+
+def variant_note(case: Case, name: str) -> str:
+    """A variant's one-line note (what it sets up and how it fails), else the case's cause."""
+    variant = next(v for v in case.variants if v.name == name)
+    return variant.expectation.note or case.cause
 
 
 def describe_family(found: Answer) -> str:

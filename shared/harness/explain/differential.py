@@ -49,7 +49,10 @@ def differential(paste: Paste, hits: list[Hit], usual: UsualFound | None,
         why = (f"documented message, but {contradicted}" if contradicted else
                LEADS_WHY if leader else
                "a generic message: it names the clash, never its cause")  # fmt: skip
-        return _differential_answer(ranked, why, family, line, catalog)
+        found = _differential_answer(ranked, why, family, line, catalog)
+        # the variant a leading declaration names: which way round (the model never moved)
+        found.variant = usual.cause.variant if leader else ""
+        return found
     for line in paste.lines:
         family, _ = message_family(line)
         if family == "dtype-mix" and _quantized(paste):  # quantization's, or a plain mix

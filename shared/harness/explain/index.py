@@ -8,7 +8,7 @@ from pathlib import Path
 
 from shared.harness.case import FAILURES, FAMILIES, Case
 from shared.harness.explain.claims import USUAL_CAUSE
-from shared.harness.explain.describe import fix_statement, not_failing
+from shared.harness.explain.describe import fix_statement, not_failing, variant_note
 from shared.harness.explain.differential import DIAGNOSE, DIFFERENTIAL_SIZE, LEADS_WHY, asks
 from shared.harness.explain.messages import SHARED_SITES
 from shared.harness.explain.store import (
@@ -60,7 +60,10 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         fixed, fix = fix_statement(case, failing)
         answers[case.name] = {"title": case.title, "cause": case.cause, "fix": fixed,
                               "fix_line": fix, "family": case.family, "asks": asks(case),
-                              "not_failing": not_failing(case)}  # fmt: skip
+                              "not_failing": not_failing(case),
+                              # the variants a usual cause names, for a differential it leads
+                              "variant_notes": {u.variant: variant_note(case, u.variant)
+                                                for u in case.usual_cause_of if u.variant}}  # fmt: skip
     return json.dumps({
         "signatures": [asdict(s) for s in catalog.signatures],
         "cases": answers,

@@ -485,7 +485,7 @@
     const quantized = (paste) => QUANTIZED_BASE.test(paste.text.toLowerCase());
 
     const differentialAnswer = (ranked, why, family, line) => ({ step: "differential",
-      kind: "differential", name: family, family, sureness: why, matched: line,
+      kind: "differential", name: family, family, sureness: why, matched: line, variant: "",
       candidates: ranked, questions: ranked.slice(0, SIZE).map((n) => index.cases[n].asks) });
 
     // No documented case: the family its message names, and its cases.
@@ -510,8 +510,11 @@
         const contradicted = (hits.find((h) => h.contradicted) || {}).contradicted || "";
         const why = contradicted ? `documented message, but ${contradicted}`
           : leader ? index.leads_why : "a generic message: it names the clash, never its cause";
-        return differentialAnswer(leader ? [leader, ...ranked.filter((c) => c !== leader)] : ranked,
-          why, family, line);
+        const found = differentialAnswer(leader ? [leader, ...ranked.filter((c) => c !== leader)]
+          : ranked, why, family, line);
+        // the variant a leading declaration names: which way round (the model never moved)
+        found.variant = leader ? usual.variant : "";
+        return found;
       }
       for (const line of paste.lines) {
         const [family] = messageFamily(line);
@@ -602,7 +605,8 @@
         link.textContent = `${i + 1}. ${name}: ${index.cases[name].title}`;
         const check = document.createElement("div");
         check.className = "note";
-        check.textContent = `Check: ${question}`;
+        check.textContent = `Check: ${question}` + (i === 0 && found.variant  // its way round
+          ? ` Usually (${found.variant}): ${index.cases[name].variant_notes[found.variant]}` : "");
         entry.append(link, check);
         checks.append(entry);
       });
