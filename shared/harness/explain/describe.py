@@ -92,7 +92,7 @@ def describe(found: Answer, catalog: Catalog, text: str, matrix_dir: Path = MATR
     variant = next(v for v in case.variants if v.name == found.variant) if found.variant else next(
         v for v in case.variants if v.expectation.expect in FAILURES)  # fmt: skip
     fixed, fix = fix_statement(case, variant.name)
-    cause = variant.expectation.note if found.variant and variant.expectation.note else case.cause
+    cause = variant_note(case, found.variant) if found.variant else case.cause
     where = versions_of(case.name, variant.name, matrix_dir)
     mine = affected(case, variant.name, pasted_versions(text))
     lines = [
