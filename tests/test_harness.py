@@ -599,19 +599,41 @@ def test_the_overhead_replays_a_model_call_under_the_autocast_it_ran_under(tmp_p
     measured call is replayed under the CPU autocast it ran under."""
     import torch
 
-    from shared.harness.overhead import first_model_call, replayed_under
+    from shared.harness.overhead import case_model_call, replayed_under
 
     script = tmp_path / "fixed.py"
     script.write_text("import torch\n"
                       "model = torch.nn.Linear(4, 4).to(torch.bfloat16)\n"
                       "with torch.autocast('cpu', dtype=torch.bfloat16):\n"
                       "    model(torch.ones(2, 4))\n")  # fmt: skip
-    module, args, kwargs, autocast = first_model_call(script)
+    module, args, kwargs, autocast = case_model_call(script)
     assert isinstance(module, torch.nn.Linear) and autocast == torch.bfloat16
     with pytest.raises(RuntimeError, match="dtype"):
         module(*args, **kwargs)
     with replayed_under(autocast):
         assert module(*args, **kwargs).dtype == torch.bfloat16
+
+
+def test_the_overhead_times_the_case_model_not_a_call_before_it(tmp_path):
+    """A caller's own embedding called before the model (transformers-v5-dtype's speech
+    embedding) is not the case's model: the outermost call that runs the most modules is, the
+    first that still runs (a float32 reference call, the model cast to bfloat16 after it, does
+    not)."""
+    import torch
+
+    from shared.harness.overhead import case_model_call
+
+    script = tmp_path / "fixed.py"
+    script.write_text("import torch\n"
+                      "embedding = torch.nn.Embedding(8, 4)\n"
+                      "model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n"
+                      "features = embedding(torch.tensor([1, 2]))\n"
+                      "model(features)\n"
+                      "model.to(torch.bfloat16)(features.to(torch.bfloat16))\n"
+                      "torch.nn.Linear(4, 4)(torch.ones(1, 4))\n")  # fmt: skip
+    module, args, kwargs, autocast = case_model_call(script)
+    assert isinstance(module, torch.nn.Sequential) and autocast is None
+    assert args[0].dtype == torch.bfloat16 and args[0].shape == (2, 4) and kwargs == {}
 
 
 def test_a_diagnose_overhead_that_cannot_be_measured_is_an_error(tmp_path, capsys):

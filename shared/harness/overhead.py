@@ -5,8 +5,9 @@ against the same pass without, in a process of its own (``benchmark`` runs one p
         -> one JSON line: case, model, bare_s, diagnosed_s, every_call_s, call_through_s,
            hooks_only_s, fully_watched_calls, batch, batched_bare_s, batched_diagnosed_s
 
-The case's first CPU-runnable passing variant runs once to build its model and inputs; the first
-outermost module call it makes (its model, its arguments) is then timed bare and diagnosed, both
+The case's first CPU-runnable passing variant runs once to build its model and inputs; its
+outermost module call that runs the most modules (the case's model, its arguments: not a caller's
+own embedding or a text encoder called before it) is then timed bare and diagnosed, both
 on one intra-op thread: the gallery's tiny models gain nothing from a second one, and on a shared
 machine a second thread's wake-ups (a scheduler's time slice each, more often the longer the
 Python work between two ops) would be measured instead of the diagnosis.
@@ -52,25 +53,32 @@ BLOCKS = 3
 BATCHED_S, MAX_BATCH = 0.02, 1024
 
 
-def first_model_call(script) -> tuple:
-    """(module, args, kwargs, autocast) of the first outermost module call ``script``
-    completes; ``autocast``: the CPU autocast dtype it ran under, or None (a fix that is
-    autocast fails replayed without it)."""
+def case_model_call(script) -> tuple:
+    """(module, args, kwargs, autocast) of the outermost module call ``script`` completes that
+    runs the most modules: the case's model, not a caller's own embedding or a pipeline's text
+    encoder called before it. The first of those that still runs replayed: a script may call a
+    model, then cast it (a float32 reference first), and that call's arguments no longer fit.
+    ``autocast``: the CPU autocast dtype it ran under, or None (a fix that is autocast fails
+    replayed without it)."""
     import torch
     from torch.nn.modules import module as torch_module
 
-    calls, depth, autocast = [], [0], [None]
+    largest: list = [0, []]  # the module calls of the largest calls, and those calls
+    depth, calls, autocast = [0], [0], [None]
 
     def entering(module, args):
         if depth[0] == 0:
-            autocast[0] = cpu_autocast_dtype()
+            autocast[0], calls[0] = cpu_autocast_dtype(), 0
         depth[0] += 1
+        calls[0] += 1
 
     def leaving(module, args, *rest):
         depth[0] -= 1
-        kwargs = rest[0] if len(rest) == 2 else {}  # keyword arguments too (from_pretrained's)
-        if depth[0] == 0 and not calls:
-            calls.append((module, args, kwargs, autocast[0]))
+        if depth[0] or len(rest) != 2 or calls[0] < largest[0]:
+            return  # inside a model, raised (no output), or smaller
+        if calls[0] > largest[0]:
+            largest[:] = calls[0], []
+        largest[1].append((module, args, rest[0], autocast[0]))  # kwargs too (from_pretrained's)
 
     handles = [torch_module.register_module_forward_pre_hook(entering),
                torch_module.register_module_forward_hook(leaving, with_kwargs=True,
@@ -80,12 +88,19 @@ def first_model_call(script) -> tuple:
     try:
         with contextlib.redirect_stdout(io.StringIO()), torch.no_grad():
             runpy.run_path(str(script), run_name="__main__")
-    except BaseException:  # noqa: BLE001, S110 - a model called before the end is enough
+    except BaseException:  # noqa: BLE001, S110 - the models called before the end are enough
         pass
     finally:
         for handle in handles:
             handle.remove()
-    return calls[0] if calls else (None, (), {}, None)
+    for module, args, kwargs, ran_under in largest[1]:
+        try:
+            with torch.no_grad(), replayed_under(ran_under):
+                module(*args, **kwargs)
+        except Exception:  # noqa: BLE001, S112 - changed since: the next of the largest
+            continue
+        return module, args, kwargs, ran_under
+    return None, (), {}, None
 
 
 def cpu_autocast_dtype():
@@ -205,7 +220,7 @@ def main(case_name: str) -> None:
     variant = next((v for v in case.variants if v.expectation.expect == "pass"
                     and not v.requires.cuda and not v.requires.gpus and v.launcher == "python"),
                    None)  # fmt: skip
-    module, args, kwargs, autocast = (first_model_call(variant.script) if variant else
+    module, args, kwargs, autocast = (case_model_call(variant.script) if variant else
                                       (None, (), {}, None))  # fmt: skip
     if module is None:
         print(json.dumps({"case": case_name, "model": None}))
