@@ -163,8 +163,9 @@ def test_a_usual_cause_with_other_common_causes_leads_the_differential_unclaimed
     """decides = false: a float64 operand (NumPy data, or a .double() in the project's code), a
     floating clash in index_put_ (an embedding merge, or the project's own indexed write), a
     Half/Float clash beside a LoRA (its adapter, or an 8-bit base), a tensor copied off the meta
-    device (threads that never say why it was there): the usual cause first, with its check,
-    never claimed."""
+    device (threads that never say why it was there), a value out of a half tensor's range (a
+    float32 minimum filled by DeBERTa's attention, or another fill): the usual cause first, with
+    its check, never claimed."""
     for text, case, family in (
         ("RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float",
          "float64-input", "dtype-mix"),
@@ -177,6 +178,12 @@ def test_a_usual_cause_with_other_common_causes_leads_the_differential_unclaimed
         ("RuntimeError: Index put requires the source and destination dtypes match, got Half "
          "for the destination and BFloat16 for the source.", "index-put-embed-merge",
          "dtype-mix"),
+
+        # torch's check of any value filled into a half tensor, in both of its type names
+        ("RuntimeError: value cannot be converted to type at::Half without overflow",
+         "half-mask-fill-overflow", "overflow"),
+        ("RuntimeError: value cannot be converted to type c10::BFloat16 without overflow",
+         "half-mask-fill-overflow", "overflow"),
     ):
         found = first(text)
         assert (found.kind, found.name, found.candidates[0]) == ("differential", family, case), (

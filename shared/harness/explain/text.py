@@ -56,8 +56,10 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("unsupported-dtype", r"got unsupported scalartype (?:bfloat16|half)", False),
     ("unsupported-dtype",
      r"pipelines loaded with `?(?:torch_)?dtype=torch\.float16`? cannot run with `?cpu`? device", True),
-    ("overflow", r"value cannot be converted to type at::(?:half|bfloat16) without overflow",
-     False),
+    # torch's check of any value filled or written into a half tensor (a mask's -1e9, a float32
+    # minimum, a constant): DeBERTa's fill is one of several causes its threads show
+    ("overflow", r"value cannot be converted to type (?:at|c10)::(?:half|bfloat16) without "
+     r"overflow", True),
     ("hardware", r"cannot convert a mps tensor to float64 dtype", False),
     ("hardware", r"current cuda device does not support bfloat16", False),  # torch's autocast
     # cuBLAS refusing a bfloat16 GEMM (CUDA_R_16BF): a GPU older than Ampere that runs no bf16
