@@ -24,7 +24,7 @@ from shared.harness.explain import (
     raise_site_matches,
     shape,
 )
-from shared.harness.explain.differential import LEADS_WHY, asks
+from shared.harness.explain.differential import LEADS_WHY, asks, describes
 
 MINICPM_TRACEBACK = """Traceback (most recent call last):
   File "/home/u/MiniCPM-V/finetune/finetune.py", line 301, in <module>
@@ -303,6 +303,24 @@ def test_symptom_words_never_claim_a_case_they_rank_it_first_in_a_differential(t
     assert (found.kind, found.step) == ("differential", "differential"), found
     assert found.candidates[0] == case and len(found.candidates) <= 3, found
     assert len(found.questions) == len(found.candidates) and all(found.questions), found
+
+
+@pytest.mark.parametrize(("text", "case"), [
+    ("my text classifier keeps its convolutions in a python list; after model.cuda() the list "
+     "of conv layers still sits on the CPU", "omnilmm"),
+    ("Submodules defined in a plain list are not registered: after .to('cuda') they stay on the "
+     "cpu", "omnilmm"),
+    ("ControlNet training: the vae encode gives nan latents, so the loss is nan", "sdxl-vae-fp16"),
+    ("训练时发现vae编码出来的latent是nan", "sdxl-vae-fp16"),
+])  # fmt: skip
+def test_a_description_stating_a_mechanism_ranks_its_case_first_on_any_model(text, case):
+    """A case's `describes`: the mechanism in a user's words (modules kept in a list, a VAE
+    turning out NaN) ranks the case first though the text names none of its title's models; a
+    candidate, never a claim."""
+    found = first(text)
+    assert (found.kind, found.step, found.candidates[:1]) == (
+        "differential", "differential", [case]), found
+    assert describes(default_catalog().cases[case], text)
 
 
 def test_a_description_names_no_family_but_the_command_that_finds_the_module():

@@ -104,6 +104,11 @@ KEYS = (
         "apart from the others with its symptom (`\"does the image turn black only at the VAE "
         "decode, the latents finite?\"`); `explain` shows it beside the case in a differential "
         "(symptom words never claim a case). Without it, the title stands in"),
+    Key("describes", (TOP,), "words", "optional: regexes (case-insensitive, JavaScript's syntax "
+        "too: the site's search box runs them) for prose that states the case's mechanism "
+        "itself, on any model (`\"modules? (kept )?in a (python )?list\"`): a description "
+        "matching one has the case first among its candidates though it names none of the "
+        "title's models (symptom words never claim a case)"),
     Key("project", (TOP,), "text", "the upstream repository (`owner/name`)", required=True),
     Key("issue", (TOP,), "text", "the upstream issue or pull request URL", required=True),
     Key("family", (TOP,), "text", "the family of failure (list below)", required=True),
@@ -481,6 +486,7 @@ class Case:
     variants: tuple[Variant, ...]
     fix: str = ""  # the fix in one statement, where the broken/fixed diff cannot say it (explain)
     asks: str = ""  # the one question that tells this case from the others (explain's differential)
+    describes: tuple[str, ...] = ()  # regexes: prose stating the mechanism itself (explain)
     usual_cause_of: tuple[UsualCause, ...] = ()
 
     def hazard_looked_for(self, audit: str) -> str:
@@ -544,8 +550,18 @@ def parse_case(name: str, folder: Path, data: dict, where: str) -> Case:
         variants=variants,
         fix=data.get("fix", ""),
         asks=data.get("asks", ""),
+        describes=_regexes(data.get("describes", ()), f"{where} describes"),
         usual_cause_of=_parse_usual_causes(data.get("usual_cause_of", []), set(by_name), where),
     )
+
+
+def _regexes(patterns, where: str) -> tuple[str, ...]:
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise CaseError(f"{where}: {pattern!r} is not a valid regex: {exc}") from None
+    return tuple(patterns)
 
 
 def _parse_usual_causes(raw: list, variants: set[str], where: str) -> tuple[UsualCause, ...]:

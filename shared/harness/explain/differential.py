@@ -3,6 +3,8 @@ closest family (no documented case)."""
 
 from __future__ import annotations
 
+import re
+
 from shared.harness.case import Case
 from shared.harness.explain.answer import Answer, Hit
 from shared.harness.explain.claims import UsualFound
@@ -72,11 +74,16 @@ def differential(paste: Paste, hits: list[Hit], usual: UsualFound | None,
         present |= SD_VERSIONS
     # A NaN in the paste rules out a case whose symptom is no NaN at all.
     ruled_out = catalog.without_nan if "nan" in said else set()
-    candidates = [] if unknown_error else [
+    # A case whose mechanism the description states (a module kept in a list) comes first, on
+    # any model; the others by their words, among those whose subject it names.
+    described = [name for name in ranked if name not in ruled_out
+                 and describes(catalog.cases[name], paste.text)]  # fmt: skip
+    by_words = [
         name for name in ranked[:DIFFERENTIAL_POOL] if scores[name] >= SYMPTOM_MIN_SCORE
-        and name not in ruled_out
+        and name not in ruled_out and name not in described
         and (not catalog.subjects[name] or names_subject(catalog.subjects[name], present))
-        and catalog.phrase_words[name] & said][:DIFFERENTIAL_SIZE]  # fmt: skip
+        and catalog.phrase_words[name] & said]  # fmt: skip
+    candidates = [] if unknown_error else (described + by_words)[:DIFFERENTIAL_SIZE]
     if candidates:  # symptom words decide no family either: each candidate says its own
         return _differential_answer(candidates, "symptom words (they never decide alone)", "",
                                     "", catalog)
@@ -105,6 +112,11 @@ def _differential_answer(ranked: list[str], why: str, family: str, line: str,
     questions = [asks(catalog.cases[name]) for name in ranked[:DIFFERENTIAL_SIZE]]
     return Answer("differential", family, why, matched=line, candidates=ranked, family=family,
                   questions=questions, step="differential")
+
+
+def describes(case: Case, text: str) -> bool:
+    """The description states the case's mechanism in words one of its `describes` finds."""
+    return any(re.search(pattern, text, re.IGNORECASE) for pattern in case.describes)
 
 
 def asks(case: Case) -> str:

@@ -99,6 +99,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "differential_size": DIFFERENTIAL_SIZE,
         "diagnose": DIAGNOSE,
         "phrase_words": {k: sorted(v) for k, v in catalog.phrase_words.items()},
+        "describes": {c.name: list(c.describes) for c in cases if c.describes},  # any case
         "without_nan": sorted(catalog.without_nan),
         "training_words": sorted(TRAINING_WORDS),
         "training_nan_why": TRAINING_NAN_WHY,

@@ -541,10 +541,15 @@
       }
       // A NaN in the paste rules out a case whose symptom is no NaN at all.
       const ruledOut = said.has("nan") ? WITHOUT_NAN : new Set();
-      const candidates = unknownError ? [] : ranked.slice(0, SIZE).filter((name) =>
-        scores[name] >= LIMITS.symptom_min && !ruledOut.has(name) &&
+      // A case whose mechanism the description states (a module kept in a list) comes first, on
+      // any model; the others by their words, among those whose subject it names.
+      const described = ranked.filter((name) => !ruledOut.has(name) &&
+        (index.describes[name] || []).some((p) => new RegExp(p, "i").test(paste.text)));
+      const byWords = ranked.slice(0, SIZE).filter((name) =>
+        scores[name] >= LIMITS.symptom_min && !ruledOut.has(name) && !described.includes(name) &&
         (!index.subjects[name].length || namesSubject(index.subjects[name], present)) &&
         index.phrase_words[name].some((w) => said.has(w)));
+      const candidates = unknownError ? [] : [...described, ...byWords].slice(0, SIZE);
       if (candidates.length) {
         return differentialAnswer(candidates, "symptom words (they never decide alone)", "", "");
       }
