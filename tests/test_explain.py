@@ -312,11 +312,19 @@ def test_symptom_words_never_claim_a_case_they_rank_it_first_in_a_differential(t
      "cpu", "omnilmm"),
     ("ControlNet training: the vae encode gives nan latents, so the loss is nan", "sdxl-vae-fp16"),
     ("训练时发现vae编码出来的latent是nan", "sdxl-vae-fp16"),
+    ("Please use nn.ModuleList instead of a python list: the heads stay on the cpu after .cuda()",
+     "omnilmm"),
+    ("after model.to('cuda') the blocks are still on the CPU:\n"
+     "    self.blocks = []\n    for i in range(4):\n        self.blocks.append(nn.Linear(8, 8))",
+     "omnilmm"),
+    ("DQN training crashes as soon as the env returns float64 observations", "float64-input"),
+    ("the EMA copy is kept in bf16, so its small increments get rounded away",
+     "bf16-pure-training"),
 ])  # fmt: skip
 def test_a_description_stating_a_mechanism_ranks_its_case_first_on_any_model(text, case):
     """A case's `describes`: the mechanism in a user's words (modules kept in a list, a VAE
-    turning out NaN) ranks the case first though the text names none of its title's models; a
-    candidate, never a claim."""
+    turning out NaN, float64 data, updates rounded away) ranks the case first though the text
+    names none of its title's models; a candidate, never a claim."""
     found = first(text)
     assert (found.kind, found.step, found.candidates[:1]) == (
         "differential", "differential", [case]), found
@@ -363,11 +371,15 @@ def test_both_tensors_on_cuda_with_two_dtypes_is_a_dtype_clash_not_placement():
                  "should be the same",
                  "RuntimeError: Expected tensor for argument #1 'grad_output' to have the same "
                  "type as tensor for argument #2 'weight'; but type torch.cuda.HalfTensor does not "
-                 "equal torch.cuda.FloatTensor"):  # fmt: skip
+                 "equal torch.cuda.FloatTensor",
+                 # an integer image fed to half weights: no floating class on one side
+                 "RuntimeError: Input type (torch.cuda.ByteTensor) and weight type "
+                 "(torch.cuda.HalfTensor) should be the same"):  # fmt: skip
         found = first(text)
         assert found.kind != "case" and found.family == found.name == "dtype-mix", (text, found)
-    found = first("Input type (torch.cuda.HalfTensor) and weight type (torch.HalfTensor)")
-    assert found.name == "device-placement", found
+    for text in ("Input type (torch.cuda.HalfTensor) and weight type (torch.HalfTensor)",
+                 "Input type (torch.cuda.ByteTensor) and weight type (torch.HalfTensor)"):
+        assert first(text).name == "device-placement", first(text)
 
 
 def test_pasted_versions_documented_as_not_failing_contradict_the_claim():

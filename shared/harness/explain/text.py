@@ -319,14 +319,15 @@ def operand_sides(low: str) -> list[tuple[str, str]]:
 def message_family(line: str) -> tuple[str, bool]:
     """The family a message belongs to and whether it is generic, from torch's own wordings;
     a type message's family from both its sides: devices that differ are a placement clash,
-    the same device with two dtypes a dtype clash."""
+    the same device with two dtypes a dtype clash (a floating one against an integer one, a
+    ByteTensor image fed to half weights, too: no floating class on one side)."""
     low = canonical(line).lower()
     for family, pattern, generic in FAMILY_MESSAGES:
         if re.search(pattern, low):
             sides = operand_sides(low)
             if len(sides) == 2 and sides[0][0] != sides[1][0]:
                 return "device-placement", True
-            if len(sides) == 2 and sides[0][1] and sides[1][1] and sides[0][1] != sides[1][1]:
+            if len(sides) == 2 and (sides[0][1] or sides[1][1]) and sides[0][1] != sides[1][1]:
                 return "dtype-mix", True
             return family, generic
     return "", False

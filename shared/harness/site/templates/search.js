@@ -184,7 +184,7 @@
         if (new RegExp(pattern).test(low)) {
           const sides = operandSides(low);
           if (sides.length === 2 && sides[0][0] !== sides[1][0]) return ["device-placement", true];
-          if (sides.length === 2 && sides[0][1] && sides[1][1] && sides[0][1] !== sides[1][1]) {
+          if (sides.length === 2 && (sides[0][1] || sides[1][1]) && sides[0][1] !== sides[1][1]) {
             return ["dtype-mix", true];
           }
           return [family, generic];
