@@ -31,6 +31,7 @@ from shared.harness.catalog import case_names
 from shared.harness.explain import EXTRA_FAMILIES, default_catalog, explain
 from shared.harness.explain.claims import usual_cause_in
 from shared.harness.explain.parse import parse
+from shared.harness.explain.text import canonical, message_family
 
 TEXTS = ROOT / "tests" / "explain_texts"
 URL_LINE = re.compile(r"# https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+")
@@ -139,6 +140,24 @@ def test_a_usual_cause_claims_its_case_only_on_its_record():
     short = {key: f"{right} of {matched}" for key, (right, matched) in record.items()
              if right * 10 < matched * 9}
     assert not short, f"usual causes the reports contradict (say decides = false): {short}"
+
+
+def test_a_message_whose_usual_cause_does_not_decide_is_generic():
+    """A message a case declares `decides = false` for is one of the family table's generic
+    checks wherever the tuned reports paste it: its record governs it, and the case's own
+    variant message (half-mask-fill-overflow's fill check) cannot claim it past the record."""
+    catalog = default_catalog()
+    leading = [(name, usual.pattern) for name, case in catalog.cases.items()
+               for usual in case.usual_cause_of if not usual.decides]  # fmt: skip
+    specific = set()
+    for report in REPORTS:
+        for line in parse(report["text"], catalog).lines:
+            for name, pattern in leading:
+                if re.search(pattern, canonical(line), re.IGNORECASE):
+                    family, generic = message_family(line)
+                    if not generic:
+                        specific.add((name, line[:80]))
+    assert not specific, f"declared decides = false, read as a specific message: {specific}"
 
 
 HELD_OUT = tomllib.loads((TEXTS / "reports_held_out.toml").read_text(encoding="utf-8"))["report"]
