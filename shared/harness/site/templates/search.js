@@ -243,13 +243,19 @@
     function findHits(text, lines) {
       const frames = framesOf(text);
       const hits = [];
+      const canonicalLines = lines.map(canonical);
+      const shapes = new Map();  // each line's shape, made once (every signature compares it)
+      const shapeOf = (i) => {
+        if (!shapes.has(i)) shapes.set(i, shape(canonicalLines[i]));
+        return shapes.get(i);
+      };
       for (const sig of index.signatures) {
-        for (const line of lines) {
-          const lineC = canonical(line);
+        for (const [i, line] of lines.entries()) {
+          const lineC = canonicalLines[i];
           let how;
           if (sig.patterns.some((p) => new RegExp(p.replaceAll("`", ""), "i").test(lineC))) {
             how = "message";
-          } else if (sig.shapes.some((s) => s && shape(lineC).includes(s))) {
+          } else if (sig.shapes.some((s) => s && shapeOf(i).includes(s))) {
             how = "shape";
           } else {
             continue;
