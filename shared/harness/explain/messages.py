@@ -56,14 +56,14 @@ def find_hits(text: str, lines: list[str], catalog: Catalog) -> list[Hit]:
     """Each documented signature found in the paste's error lines (error_lines)."""
     frames = frames_of(text)
     hits = []
+    # Each line's canonical form and shape, made once: every signature compares them.
     canonical_lines = [canonical(line) for line in lines]
-    shapes: dict[int, str] = {}  # each line's shape, made once (every signature compares it)
+    shapes = [shape(line_c) for line_c in canonical_lines]
     for sig in catalog.signatures:
-        for index, (line, line_c) in enumerate(zip(lines, canonical_lines, strict=True)):
+        for line, line_c, line_shape in zip(lines, canonical_lines, shapes, strict=True):
             if any(re.search(p.replace("`", ""), line_c, re.IGNORECASE) for p in sig.patterns):
                 how = "message"
-            elif sig.shapes and any(s and s in _shape_of(index, line_c, shapes)
-                                    for s in sig.shapes):  # fmt: skip
+            elif any(s and s in line_shape for s in sig.shapes):
                 how = "shape"  # shape() keeps each side's dtype class and device
             else:
                 continue
@@ -73,12 +73,6 @@ def find_hits(text: str, lines: list[str], catalog: Catalog) -> list[Hit]:
             hits.append(Hit(sig.case, sig.variant, how, generic, anchor, sig.where, line))
             break
     return hits
-
-
-def _shape_of(index: int, line: str, shapes: dict[int, str]) -> str:
-    if index not in shapes:
-        shapes[index] = shape(line)
-    return shapes[index]
 
 
 def same_wording(line: str, catalog: Catalog) -> list[str]:

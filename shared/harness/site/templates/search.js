@@ -243,19 +243,16 @@
     function findHits(text, lines) {
       const frames = framesOf(text);
       const hits = [];
+      // Each line's canonical form and shape, made once: every signature compares them.
       const canonicalLines = lines.map(canonical);
-      const shapes = new Map();  // each line's shape, made once (every signature compares it)
-      const shapeOf = (i) => {
-        if (!shapes.has(i)) shapes.set(i, shape(canonicalLines[i]));
-        return shapes.get(i);
-      };
+      const shapes = canonicalLines.map(shape);
       for (const sig of index.signatures) {
         for (const [i, line] of lines.entries()) {
           const lineC = canonicalLines[i];
           let how;
           if (sig.patterns.some((p) => new RegExp(p.replaceAll("`", ""), "i").test(lineC))) {
             how = "message";
-          } else if (sig.shapes.some((s) => s && shapeOf(i).includes(s))) {
+          } else if (sig.shapes.some((s) => s && shapes[i].includes(s))) {
             how = "shape";
           } else {
             continue;
