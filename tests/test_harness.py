@@ -636,6 +636,24 @@ def test_the_overhead_times_the_case_model_not_a_call_before_it(tmp_path):
     assert args[0].dtype == torch.bfloat16 and args[0].shape == (2, 4) and kwargs == {}
 
 
+def test_the_overhead_waits_for_a_cuda_model_kernels(monkeypatch):
+    """A kernel launch returns before the kernel runs, and the diagnosis reads each judged output
+    back: a model on a CUDA device is timed pass and wait together, one on the CPU as it is."""
+    import torch
+
+    from shared.harness.overhead import model_device, timed_pass
+
+    model = torch.nn.Linear(4, 4)
+    assert model_device(model, (torch.ones(1, 4),), {}) == torch.device("cpu")
+    assert model_device(torch.nn.ReLU(), (), {"input": torch.ones(1, device="meta")}).type == "meta"
+    assert timed_pass(model, torch.device("cpu")) is model
+    events = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device: events.append(("wait", device)))
+    model.register_forward_hook(lambda *_: events.append("pass"))
+    output = timed_pass(model, torch.device("cuda", 0))(torch.ones(1, 4))
+    assert output.shape == (1, 4) and events == ["pass", ("wait", torch.device("cuda", 0))]
+
+
 def test_a_diagnose_overhead_that_cannot_be_measured_is_an_error(tmp_path, capsys):
     """An environment that cannot import torch measures nothing: each row says so and the
     benchmark exits 2, never a table that reads as measured."""

@@ -259,7 +259,7 @@ def diagnose_figures(names: list[str], python: Path) -> None:
             print(f"{name:28} NOT MEASURED (exit {done.returncode}): {last[:120]}")
             continue
         if not found.get("model"):
-            print(f"{name:28} no model called on the CPU")
+            print(f"{name:28} no model called by a passing variant that needs no GPU")
             continue
         measured.append(name)
         fully_watched = found["fully_watched_calls"]
@@ -275,7 +275,9 @@ def diagnose_figures(names: list[str], python: Path) -> None:
             batched_ratios.append(found["batched_diagnosed_s"] / found["batched_bare_s"])
             batched = (f" {found['batch']:5d} {found['batched_bare_s'] * 1e3:8.2f} "
                        f"{batched_ratios[-1]:6.2f}")  # fmt: skip
-        print(f"{name:28} {found['model'][:26]:26} {found['bare_s'] * 1e3:8.2f} "
+        model = found["model"] if found.get("device", "cpu") == "cpu" else (
+            f"{found['model'][:20]} {found['device']}")  # synchronised passes (see overhead)
+        print(f"{name:28} {model[:26]:26} {found['bare_s'] * 1e3:8.2f} "
               f"{found['diagnosed_s'] * 1e3:8.2f} {ratio:6.2f} {hooks[-1]:6.2f} {first:6.2f} "
               f"{floor:6.2f}"
               f"{batched}")  # fmt: skip

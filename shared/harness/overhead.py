@@ -2,7 +2,7 @@
 against the same pass without, in a process of its own (``benchmark`` runs one per case).
 
     python -m shared.harness.overhead CASE
-        -> one JSON line: case, model, bare_s, diagnosed_s, every_call_s, call_through_s,
+        -> one JSON line: case, model, device, bare_s, diagnosed_s, every_call_s, call_through_s,
            hooks_only_s, fully_watched_calls, batch, batched_bare_s, batched_diagnosed_s
 
 The case's first CPU-runnable passing variant runs once to build its model and inputs; its
@@ -10,7 +10,10 @@ outermost module call that runs the most modules (the case's model, its argument
 own embedding or a text encoder called before it) is then timed bare and diagnosed, both
 on one intra-op thread: the gallery's tiny models gain nothing from a second one, and on a shared
 machine a second thread's wake-ups (a scheduler's time slice each, more often the longer the
-Python work between two ops) would be measured instead of the diagnosis.
+Python work between two ops) would be measured instead of the diagnosis. A model on a CUDA
+device is timed to the end of its kernels (each pass synchronised): a launch returns before its
+kernel runs, and the diagnosis waits for each judged output (its finiteness read back), so
+unsynchronised passes would time the bare model's launches against the diagnosed model's kernels.
 
 ``diagnosed_s``: a pass after the model's first ``fully_watched_calls`` calls, whose forwards the
 diagnosis watches torch call by torch call (as it does a call given inputs of a new kind: the
@@ -122,6 +125,32 @@ def replayed_under(autocast) -> contextlib.AbstractContextManager:
     return torch.autocast("cpu", dtype=autocast)
 
 
+def model_device(module, args, kwargs):
+    """The device of the model's first parameter or buffer (else of its first tensor argument),
+    the CPU where it has none."""
+    import torch
+
+    from shared.culprit.tensors import tensors_of
+
+    tensors = (*module.parameters(), *module.buffers(), *tensors_of(args), *tensors_of(kwargs))
+    return tensors[0].device if tensors else torch.device("cpu")
+
+
+def timed_pass(module, device):
+    """The model's pass as timed: on a CUDA device, the pass and then a wait for its kernels."""
+    import torch
+
+    if device.type != "cuda":
+        return module
+
+    def synchronised(*args, **kwargs):
+        output = module(*args, **kwargs)
+        torch.cuda.synchronize(device)
+        return output
+
+    return synchronised
+
+
 def seconds(module, args, kwargs, *watches) -> list[float]:
     """The fastest of ROUNDS passes bare, then under a new ``watch()`` of each given, in BLOCKS
     alternating blocks (each watched one after a pass that meets the modules): a loaded machine
@@ -226,13 +255,16 @@ def main(case_name: str) -> None:
         print(json.dumps({"case": case_name, "model": None}))
         return
     every_call_diagnosis = functools.partial(Diagnosis, every_call=True)
+    device = model_device(module, args, kwargs)
+    timed = timed_pass(module, device)
     with replayed_under(autocast):
         bare, diagnosed, every_call, through, hooks_only = seconds(
-            module, args, kwargs, Diagnosis, every_call_diagnosis, call_through, empty_hooks
+            timed, args, kwargs, Diagnosis, every_call_diagnosis, call_through, empty_hooks
         )
-        times, batched_bare, batched_diagnosed = batched_seconds(module, args, kwargs, Diagnosis)
+        times, batched_bare, batched_diagnosed = batched_seconds(timed, args, kwargs, Diagnosis)
     print(json.dumps({"case": case_name, "variant": variant.name, "model": type(module).__name__,
-                      "bare_s": bare, "diagnosed_s": diagnosed, "every_call_s": every_call,
+                      "device": str(device), "bare_s": bare, "diagnosed_s": diagnosed,
+                      "every_call_s": every_call,
                       "call_through_s": through, "hooks_only_s": hooks_only,
                       "fully_watched_calls": FULLY_WATCHED_CALLS,
                       "batch": times, "batched_bare_s": batched_bare,
