@@ -402,8 +402,9 @@ def test_a_paste_that_ends_with_another_error_is_not_claimed_on_an_earlier_warni
 
 def test_other_wordings_of_a_check_are_read():
     """The older flat-parameter wording (declared its usual cause beside a LoRA), NumPy's
-    refusal of bfloat16 (bf16-to-numpy's usual cause), and messages only a family documents:
-    the family, never a case from the sentence's other words."""
+    refusal of bfloat16 (bf16-to-numpy's usual cause), and messages only a family documents
+    (an RNN's own device check among them): the family, never a case from the sentence's other
+    words."""
     found = first("ValueError: FlatParameter requires uniform dtype but got torch.float32 and "
                   "torch.bfloat16 (FSDP with a peft LoRA)")  # fmt: skip
     assert (found.kind, found.name) == ("case", "fsdp-lora-flat-dtype"), found
@@ -413,9 +414,16 @@ def test_other_wordings_of_a_check_are_read():
                           "torch.bfloat16 dtypes", "unsupported-dtype"),
                          ("TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS "
                           "framework doesn't support float64. Please use float32 instead.",
-                          "hardware")):  # fmt: skip
+                          "hardware"),
+                         ("RuntimeError: Input and hidden tensors are not at the same device, "
+                          "found input tensor at cuda:0 and hidden tensor at cpu",
+                          "device-placement")):  # fmt: skip
         found = first(text)
         assert (found.kind, found.name) == ("family", family), (text, found)
+    # an RNN's dtype check, float64 data against float32 parameters: float64-input leads
+    found = first("RuntimeError: Input and parameter tensors are not the same dtype, found input "
+                  "tensor with Double and parameter tensor with Float")  # fmt: skip
+    assert found.kind == "differential" and found.candidates[:1] == ["float64-input"], found
 
 
 @pytest.mark.parametrize("text", [

@@ -20,6 +20,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"index put requires the source and destination dtypes match", True),
     ("dtype-mix", r"expected query, key,? and value to have the same dtype", True),
     ("dtype-mix", r"expected attn_mask dtype to be bool", False),
+    # torch's RNN/GRU/LSTM checks (ATen's RNN.cpp), their dtype and device wordings
+    ("dtype-mix", r"input and (?:parameter|hidden) tensors are not the same dtype", True),
     ("dtype-mix", r"expected tensor for argument #\d+ '\w+' to have the same type as tensor", True),
     # the weight's type as torch.FloatTensor, or as the older CUDABFloat16Type
     ("device-placement", r"input type \(torch\.(?:cuda\.)?\w+\) and weight type \((?:torch\.|cuda)",
@@ -28,6 +30,7 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("device-placement",  # torch 1.x
      r"expected object of (?:device type|backend) \w+ but got (?:device type|backend)", True),
     ("device-placement", r"input, ?output and indices must be on the current device", True),
+    ("device-placement", r"input and (?:parameter|hidden) tensors are not at the same device", True),
     # torch < 1.0's argument check, a CPU and a CUDA tensor among the arguments it got
     ("device-placement", r"received an invalid combination of arguments - got \((?=[^)]*torch\.cuda"
      r"\.\w+tensor)(?=[^)]*torch\.(?!cuda\.)\w+tensor)", True),
