@@ -30,7 +30,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("device-placement",  # torch 1.x
      r"expected object of (?:device type|backend) \w+ but got (?:device type|backend)", True),
     ("device-placement", r"input, ?output and indices must be on the current device", True),
-    ("device-placement", r"input and (?:parameter|hidden) tensors are not at the same device", True),
+    ("device-placement", r"input and (?:parameter|hidden) tensors are not at the same device",
+     True),
     # torch < 1.0's argument check, a CPU and a CUDA tensor among the arguments it got
     ("device-placement", r"received an invalid combination of arguments - got \((?=[^)]*torch\.cuda"
      r"\.\w+tensor)(?=[^)]*torch\.(?!cuda\.)\w+tensor)", True),
