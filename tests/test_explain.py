@@ -400,6 +400,28 @@ def test_a_paste_that_ends_with_another_error_is_not_claimed_on_an_earlier_warni
     assert found.kind != "case", found
 
 
+def test_the_source_line_of_the_raise_is_the_error_it_raises():
+    """Python's traceback prints the raise that the exception line then reports: the claim
+    resting on that source line rests on the paste's own last error."""
+    message = "bf16 mixed precision requires PyTorch >= 1.10 and a supported device."
+    found = first('  File "/usr/lib/python3.10/dist-packages/accelerate/accelerator.py", line 474\n'
+                  f'    raise ValueError("{message}")\nValueError: {message}')  # fmt: skip
+    assert (found.kind, found.name) == ("case", "bf16-unsupported-setup"), found
+
+
+def test_stable_diffusion_1_named_implies_no_sdxl():
+    """"stable diffusion" alone may be SDXL (its synonyms name it, a documented message's
+    anchor); a paste naming SD 1.x and not SDXL names no SDXL case's subject."""
+    warning = "\nRuntimeWarning: invalid value encountered in cast"
+    xl = first('black image, StableDiffusionPipeline.from_pretrained("stabilityai/'
+               'stable-diffusion-xl-base-1.0", torch_dtype=torch.float16)' + warning)
+    assert (xl.kind, xl.name) == ("case", "sdxl-vae-fp16"), xl
+    for model in ("CompVis/stable-diffusion-v1-4", "runwayml/stable-diffusion-v1-5"):
+        found = first(f'black image in stable diffusion, StableDiffusionPipeline.from_pretrained('
+                      f'"{model}", torch_dtype=torch.float16)' + warning)  # fmt: skip
+        assert found.kind != "case", (model, found)
+
+
 def test_other_wordings_of_a_check_are_read():
     """The older flat-parameter wording (declared its usual cause beside a LoRA), NumPy's
     refusal of bfloat16 (bf16-to-numpy's usual cause), and messages only a family documents

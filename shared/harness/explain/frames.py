@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -38,6 +40,9 @@ def contradiction(hit: Hit, paste: Paste, catalog: Catalog) -> str:
     return ""
 
 
+RAISE_LINE = re.compile(r"\s*raise\b")
+
+
 def ends_elsewhere(paste: Paste, line: str, catalog: Catalog) -> bool:
     """The paste ends with another exception than the line a claim rests on, one no documented
     message or family explains (read as every line is: spelling-corrected): that exception is
@@ -45,6 +50,9 @@ def ends_elsewhere(paste: Paste, line: str, catalog: Catalog) -> bool:
     last = paste.last_exception
     if not last or line in last or last in line:
         return False
+    message = last.partition(": ")[2]
+    if message and RAISE_LINE.match(line) and message in line:
+        return False  # the traceback's source line of the raise, quoting that exception's message
     variants = error_lines(last, catalog)
     if any(message_family(variant)[0] for variant in variants):
         return False

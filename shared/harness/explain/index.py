@@ -32,10 +32,12 @@ from shared.harness.explain.text import (
     PASTED_VERSION,
     QUANTIZED_BASE,
     QUANTIZED_WHY,
+    SD1,
     SD2,
     SD_TOOLS,
     SD_VERSIONS,
     SDXL_FILE,
+    SDXL_NAMED,
     SIDE_DEVICES,
     SPELLING_CUTOFF,
     STOPWORDS,
@@ -75,6 +77,8 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "names_nothing_why": NAMES_NOTHING_WHY,
         "quantized_base": QUANTIZED_BASE.pattern,  # on the lower-cased text
         "quantized_why": QUANTIZED_WHY,
+        "sd1": SD1.pattern,  # case-insensitive
+        "sdxl_named": SDXL_NAMED.pattern,  # case-insensitive
         "sd2": SD2.pattern,  # case-insensitive
         "sdxl_file": SDXL_FILE.pattern,  # case-insensitive
         "sd_tools": sorted(SD_TOOLS),

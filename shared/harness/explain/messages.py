@@ -13,8 +13,8 @@ from shared.harness.explain.text import (
     canonical,
     frames_of,
     message_family,
+    pasted_words,
     shape,
-    tokens,
 )
 
 ANCHORS = ("raise site", "names", "project")  # strongest first
@@ -29,7 +29,7 @@ def anchored_to(case: str, text: str, frames: list[str], sig: Signature, catalog
                              if not f.startswith(SHARED_SITES)):  # fmt: skip
         return "raise site"
     names = catalog.subjects[case]
-    if names and names_subject(names, set(tokens(text))):
+    if names and names_subject(names, set(pasted_words(text))):
         return "names " + ", ".join(spellings[0] for spellings in names)
     project = catalog.projects[case]
     if project and project in text.lower():

@@ -14,7 +14,7 @@ from shared.harness.explain.text import (
     frames_of,
     innermost_library_frame,
     pasted_versions,
-    tokens,
+    pasted_words,
 )
 
 
@@ -59,4 +59,4 @@ def parse(text: str, catalog: Catalog) -> Paste:
                   for line, after in zip(lines, [*lines[1:], ""], strict=True)
                   if EXCEPTION.search(line)]  # fmt: skip
     return Paste(text, error_lines(text, catalog), frames_of(text), innermost_library_frame(text),
-                 tokens(text), exceptions[-1] if exceptions else "", pasted_versions(text))
+                 pasted_words(text), exceptions[-1] if exceptions else "", pasted_versions(text))

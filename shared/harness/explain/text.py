@@ -182,12 +182,17 @@ CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z][a-z])")  # where a space goes in T5Mo
 # Stable Diffusion 2.x as users write it (SD 2.1, sd21, stable-diffusion-2-1): one word, sd2,
 # that the "sd" synonyms (SDXL's) do not take; the digits would otherwise be dropped.
 SD2 = re.compile(r"\b(?:sd|stable[ _-]?diffusion)[ _-]?v?2(?:\.[01x]|1)?\b", re.IGNORECASE)
+# Stable Diffusion 1.x as users write it (SD1.5, sd15, stable-diffusion-v1-4, v1-5-pruned): a
+# version named, and not SDXL's, which "stable diffusion" alone implies (its synonyms).
+SD1 = re.compile(r"\b(?:(?:sd|stable[ _-]?diffusion)[ _-]?v?1(?:[._-]?[45x])|v1-5-pruned)\b",
+                 re.IGNORECASE)
+SDXL_NAMED = re.compile(r"sdxl|\bsd[ _-]xl|diffusion[ _-]?xl", re.IGNORECASE)
 # Words that say a Stable Diffusion pipeline ran (its tools and UIs), and the words that name its
 # version (SD2 and the SDXL synonyms give these): where a description has the first and none of
 # the second, every version stays possible, and so does each SD case.
 SD_TOOLS = frozenset({"comfyui", "webui", "automatic1111", "a1111", "forge", "invokeai",
                       "controlnet", "xformers", "diffusers", "sdnext", "fooocus"})  # fmt: skip
-SD_VERSIONS = frozenset({"sdxl", "sd2"})
+SD_VERSIONS = frozenset({"sdxl", "sd2", "sd1"})
 # SDXL as its checkpoint files spell it (sd_xl_base_1.0.safetensors, sd_xl_refiner_1.0).
 SDXL_FILE = re.compile(r"\bsd_xl(?=_|\b)", re.IGNORECASE)
 # A run of exclamation marks is what a float16 model that overflowed writes (token 0 of many
@@ -271,6 +276,15 @@ def tokens(text: str) -> list[str]:
             if word in group or pair in group:
                 out += [w for w in group if " " not in w and w != word]
     return out
+
+
+def pasted_words(text: str) -> list[str]:
+    """A paste's tokens. Stable Diffusion 1.x named, SDXL not: "sd1", and not the SDXL that
+    "stable diffusion" alone implies (its synonyms)."""
+    words = tokens(text)
+    if SD1.search(text) and not SDXL_NAMED.search(text):
+        return [w for w in words if w != "sdxl"] + ["sd1"]
+    return words
 
 
 DTYPE_WORDS = {"fp16", "float16", "half", "f16", "16b", "bf16", "bfloat16", "fp32", "float32"}

@@ -28,6 +28,8 @@
     const CLASSES = /\b(?:CUDA)?(?:LOW|F32|F64)T?\b/g;
     const UNORDERED = new RegExp(index.unordered, "i");
     const SD2 = new RegExp(index.sd2, "gi");  // Stable Diffusion 2.x as users write it: one word
+    const SD1 = new RegExp(index.sd1, "i");  // Stable Diffusion 1.x: a version named, not SDXL
+    const SDXL_NAMED = new RegExp(index.sdxl_named, "i");
     const SDXL_FILE = new RegExp(index.sdxl_file, "gi");  // sd_xl_base_1.0.safetensors
     const COMFY_BANNER = new RegExp(index.comfy_banner, "g");  // ComfyUI's, no model output
     const EXCLAIMED = new RegExp(index.exclaimed, "g");  // what an overflowed float16 model writes
@@ -103,6 +105,16 @@
         }
       });
       return out;
+    }
+
+    // A paste's tokens. Stable Diffusion 1.x named, SDXL not: "sd1", and not the SDXL that
+    // "stable diffusion" alone implies (its synonyms).
+    function pastedWords(text) {
+      const words = tokens(text);
+      if (SD1.test(text) && !SDXL_NAMED.test(text)) {
+        return [...words.filter((w) => w !== "sdxl"), "sd1"];
+      }
+      return words;
     }
 
     const stems = (words) => new Set(words.map((w) =>
@@ -221,7 +233,7 @@
           !index.shared_sites.some((site) => f.startsWith(site)) &&
           raiseSiteMatches(sig.raised_in, f))) return "raise site";
       const names = index.subjects[sig.case];
-      if (names.length && namesSubject(names, new Set(tokens(text)))) {
+      if (names.length && namesSubject(names, new Set(pastedWords(text)))) {
         return "names " + names.map((spellings) => spellings[0]).join(", ");
       }
       const project = index.projects[sig.case];
@@ -366,7 +378,7 @@
         .filter(([line]) => EXCEPTION.test(line))
         .map(([line, after]) => (line.endsWith(":") ? `${line} ${after}` : line));
       return { text, lines: errorLines(text), frames: framesOf(text),
-        innermost: innermostLibraryFrame(text), query: tokens(text),
+        innermost: innermostLibraryFrame(text), query: pastedWords(text),
         lastException: exceptions.length ? exceptions[exceptions.length - 1] : "",
         versions: pastedVersions(text) };
     }
@@ -461,6 +473,9 @@
     function endsElsewhere(paste, line) {
       const last = paste.lastException;
       if (!last || last.includes(line) || line.includes(last)) return false;
+      const message = last.includes(": ") ? last.slice(last.indexOf(": ") + 2) : "";
+      // the traceback's source line of the raise, quoting that exception's message
+      if (message && /^\s*raise\b/.test(line) && line.includes(message)) return false;
       const variants = errorLines(last);
       if (variants.some((v) => messageFamily(v)[0])) return false;
       return !findHits(last, variants).length;
