@@ -425,8 +425,8 @@ def test_stable_diffusion_1_named_implies_no_sdxl():
 def test_other_wordings_of_a_check_are_read():
     """The older flat-parameter wording (declared its usual cause beside a LoRA), NumPy's
     refusal of bfloat16 (bf16-to-numpy's usual cause), and messages only a family documents
-    (an RNN's own device check among them): the family, never a case from the sentence's other
-    words."""
+    (an RNN's own device check, diffusers' refusal to cast a quantized model, AUTOMATIC1111's NaN
+    check): the family, never a case from the sentence's other words."""
     found = first("ValueError: FlatParameter requires uniform dtype but got torch.float32 and "
                   "torch.bfloat16 (FSDP with a peft LoRA)")  # fmt: skip
     assert (found.kind, found.name) == ("case", "fsdp-lora-flat-dtype"), found
@@ -439,9 +439,20 @@ def test_other_wordings_of_a_check_are_read():
                           "hardware"),
                          ("RuntimeError: Input and hidden tensors are not at the same device, "
                           "found input tensor at cuda:0 and hidden tensor at cpu",
-                          "device-placement")):  # fmt: skip
+                          "device-placement"),
+                         ("ValueError: Casting a quantized model to a new `dtype` is unsupported. "
+                          "To set the dtype of unquantized layers, please use the `torch_dtype` "
+                          "argument", "quantization"),
+                         ("modules.devices.NansException: A tensor with all NaNs was produced in "
+                          "VAE. This could be because there's not enough precision to represent "
+                          "the picture.", "overflow")):  # fmt: skip
         found = first(text)
         assert (found.kind, found.name) == ("family", family), (text, found)
+    # AUTOMATIC1111's check of the UNet on an SD 2.x model: sd21-upcast-attention leads
+    found = first("NansException: A tensor with all NaNs was produced in Unet. Try setting the "
+                  "\"Upcast cross attention layer to float32\" option (v2-1_768-ema-pruned, "
+                  "stable-diffusion-2-1)")  # fmt: skip
+    assert found.kind == "differential" and found.candidates[:1] == ["sd21-upcast-attention"], found
     # an RNN's dtype check, float64 data against float32 parameters: float64-input leads
     found = first("RuntimeError: Input and parameter tensors are not the same dtype, found input "
                   "tensor with Double and parameter tensor with Float")  # fmt: skip

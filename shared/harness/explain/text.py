@@ -42,6 +42,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("device-placement", r"expected a '\w+' device type for generator", True),
     ("overflow", r"invalid value encountered in cast", True),
     ("overflow", r"probability tensor contains either", True),
+    # AUTOMATIC1111's NaN check of the UNet's or the VAE's output (its NansException)
+    ("overflow", r"a tensor with all nans was produced in (?:unet|vae)", True),
     # GradScaler's own kernels refusing half gradients (bfloat16 ones on torch < 2.3): its
     # machinery, not a missing op of the model's
     ("gradient-scaling",
@@ -88,6 +90,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("quantization", r"\.to`? is not supported for `?4-bit`? or `?8-bit", False),
     ("quantization", r"calling `?cuda\(\)`? is not supported for `?4-bit`? or `?8-bit", False),
     ("quantization", r"cannot merge lora layers when the model is loaded in 8-bit", False),
+    # diffusers' refusal of any quantized model's cast (bitsandbytes, GGUF, torchao)
+    ("quantization", r"casting a quantized model to a new `?dtype`? is unsupported", False),
 )
 # A NaN in training has several mechanisms the words of a description do not separate.
 TRAINING_WORDS = frozenset({"loss", "grad", "grad_norm", "gradient", "gradients", "train",
