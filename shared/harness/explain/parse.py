@@ -45,7 +45,7 @@ class Paste:
     lines: list[str]  # error_lines: cleaned, spelling-corrected once
     frames: list[str]  # "path:function", site-packages cut
     innermost: str  # the innermost frame when it is a library's (site-packages), else ""
-    query: list[str]  # tokens
+    query: list[str]  # its words (pasted_words)
     last_exception: str  # the last exception line ("" if none)
     versions: dict[str, str]
 

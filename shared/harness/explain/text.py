@@ -192,7 +192,7 @@ SD1 = re.compile(r"\b(?:(?:sd|stable[ _-]?diffusion)[ _-]?v?1(?:[._-]?[45x])|v1-
                  re.IGNORECASE)
 SDXL_NAMED = re.compile(r"sdxl|\bsd[ _-]xl|diffusion[ _-]?xl", re.IGNORECASE)
 # Words that say a Stable Diffusion pipeline ran (its tools and UIs), and the words that name its
-# version (SD2 and the SDXL synonyms give these): where a description has the first and none of
+# version (SD1, SD2 and the SDXL synonyms give these): where a description has the first and none of
 # the second, every version stays possible, and so does each SD case.
 SD_TOOLS = frozenset({"comfyui", "webui", "automatic1111", "a1111", "forge", "invokeai",
                       "controlnet", "xformers", "diffusers", "sdnext", "fooocus"})  # fmt: skip
