@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -12,7 +10,7 @@ from shared.harness.explain.answer import Hit
 from shared.harness.explain.messages import find_hits, raise_site_matches
 from shared.harness.explain.parse import Paste, error_lines
 from shared.harness.explain.store import Catalog
-from shared.harness.explain.text import OTHER_DEVICE, message_family, warning_site
+from shared.harness.explain.text import OTHER_DEVICE, RAISE_LINE, message_family, warning_site
 
 
 def contradiction(hit: Hit, paste: Paste, catalog: Catalog) -> str:
@@ -40,9 +38,6 @@ def contradiction(hit: Hit, paste: Paste, catalog: Catalog) -> str:
     return ""
 
 
-RAISE_LINE = re.compile(r"\s*raise\b")
-
-
 def ends_elsewhere(paste: Paste, line: str, catalog: Catalog) -> bool:
     """The paste ends with another exception than the line a claim rests on, one no documented
     message or family explains (read as every line is: spelling-corrected): that exception is
@@ -51,7 +46,7 @@ def ends_elsewhere(paste: Paste, line: str, catalog: Catalog) -> bool:
     if not last or line in last or last in line:
         return False
     message = last.partition(": ")[2]
-    if message and RAISE_LINE.match(line) and message in line:
+    if message and RAISE_LINE.search(line) and message in line:
         return False  # the traceback's source line of the raise, quoting that exception's message
     variants = error_lines(last, catalog)
     if any(message_family(variant)[0] for variant in variants):

@@ -22,6 +22,7 @@ from shared.harness.explain.text import (
     DESCRIPTION_WHY,
     DTYPE_CLASS,
     DTYPE_WORDS,
+    EXCEPTION,
     EXCLAIMED,
     FAMILY_MESSAGES,
     INTEGER_DTYPES,
@@ -32,6 +33,7 @@ from shared.harness.explain.text import (
     PASTED_VERSION,
     QUANTIZED_BASE,
     QUANTIZED_WHY,
+    RAISE_LINE,
     SD1,
     SD2,
     SD_TOOLS,
@@ -86,6 +88,8 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "side_devices": SIDE_DEVICES,
         "comfy_banner": COMFY_BANNER.pattern,
         "exclaimed": EXCLAIMED.pattern,
+        "exception": EXCEPTION.pattern,  # a pasted exception line
+        "raise_line": RAISE_LINE.pattern,  # a traceback's source line of a raise
         "nan_word": NAN_WORD.pattern,  # case-insensitive
         "integer_dtypes": INTEGER_DTYPES.pattern,
         "synonyms": SYNONYMS,

@@ -205,6 +205,8 @@ COMFY_BANNER = re.compile(r"!!! Exception during processing !!!")
 EXCLAIMED = re.compile(r"!{3,}")
 NAN_WORD = re.compile(r"\bnans?\b", re.IGNORECASE)  # "NaNs" is no camel-case "Na Ns"
 EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\s?:")  # a pasted exception line
+# A traceback's source line of a raise (Python prints it above the exception it raised).
+RAISE_LINE = re.compile(r"^\s*raise\b")
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 _WORD = re.compile(r"[a-z][a-z0-9_]*|<pad>|\d+[a-z]+", re.IGNORECASE)
 MIN_CORRECTABLE, SPELLING_CUTOFF = 5, 85  # a shorter word is too easily another one

@@ -24,7 +24,8 @@
     const NUMBER = /\b\d+(?:\.\d+)?\b/g;
     const WORD = /[a-z][a-z0-9_]*|<pad>|\d+[a-z]+/gi;
     const CAMEL = /(?<=[a-z0-9])(?=[A-Z][a-z])/g;
-    const EXCEPTION = /\b[A-Z]\w*(?:Error|Exception)\s?:/;
+    const EXCEPTION = new RegExp(index.exception);  // a pasted exception line
+    const RAISE_LINE = new RegExp(index.raise_line);  // a traceback's source line of a raise
     const CLASSES = /\b(?:CUDA)?(?:LOW|F32|F64)T?\b/g;
     const UNORDERED = new RegExp(index.unordered, "i");
     const SD2 = new RegExp(index.sd2, "gi");  // Stable Diffusion 2.x as users write it: one word
@@ -475,7 +476,7 @@
       if (!last || last.includes(line) || line.includes(last)) return false;
       const message = last.includes(": ") ? last.slice(last.indexOf(": ") + 2) : "";
       // the traceback's source line of the raise, quoting that exception's message
-      if (message && /^\s*raise\b/.test(line) && line.includes(message)) return false;
+      if (message && RAISE_LINE.test(line) && line.includes(message)) return false;
       const variants = errorLines(last);
       if (variants.some((v) => messageFamily(v)[0])) return false;
       return !findHits(last, variants).length;
