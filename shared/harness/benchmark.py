@@ -275,7 +275,7 @@ def diagnose_figures(names: list[str], python: Path) -> None:
             batched_ratios.append(found["batched_diagnosed_s"] / found["batched_bare_s"])
             batched = (f" {found['batch']:5d} {found['batched_bare_s'] * 1e3:8.2f} "
                        f"{batched_ratios[-1]:6.2f}")  # fmt: skip
-        model = found["model"] if found.get("device", "cpu") == "cpu" else (
+        model = found["model"] if found["device"] == "cpu" else (
             f"{found['model'][:20]} {found['device']}")  # synchronised passes (see overhead)
         print(f"{name:28} {model[:26]:26} {found['bare_s'] * 1e3:8.2f} "
               f"{found['diagnosed_s'] * 1e3:8.2f} {ratio:6.2f} {hooks[-1]:6.2f} {first:6.2f} "
