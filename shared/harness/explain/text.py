@@ -15,6 +15,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"expected object of scalar type \w+ but got scalar type \w+", True),  # torch 1.x
     ("dtype-mix", r"expected type torch\.(?:cuda\.)?\w+tensor but got torch\.(?:cuda\.)?\w+tensor",
      True),  # torch 1.0's TensorIterator
+    # torch 0.2's type check of a module's weight against its input (pytorch#2138's title)
+    ("dtype-mix", r"expected (?:double|float|half) tensor \(got (?:double|float|half) tensor\)", True),
     ("dtype-mix", r"found dtype \w+ but expected \w+", True),
     ("dtype-mix", r"input type \((?:c10::|struct c10::)?\w+\) and (?:weight|bias) type", True),
     ("dtype-mix", r"index put requires the source and destination dtypes match", True),
@@ -67,11 +69,15 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("overflow", r"value cannot be converted to type (?:at|c10)::(?:half|bfloat16) without "
      r"overflow", True),
     ("hardware", r"cannot convert a mps tensor to float64 dtype", False),
+    ("hardware", r"trying to convert \w+ to the mps backend but it does not have support for that "
+     r"dtype", False),
     ("hardware", r"current cuda device does not support bfloat16", False),  # torch's autocast
     # cuBLAS refusing a bfloat16 GEMM (CUDA_R_16BF): a GPU older than Ampere that runs no bf16
     ("hardware", r"cublas_status_not_supported when calling `?cublas\w+\((?=.*cuda_r_16bf)", True),
     ("hardware", r"\b(?:bfloat16|float64|double)\b[\w ]{0,30} not supported on (?:the )?mps", False),
     ("hardware", r"bfloat16 is only supported on gpus with compute capability", False),
+    ("hardware", r"cufft doesn'?t support signals of half type with compute capability less than",
+     False),
     ("hardware", r"bf16 is only supported on a100", False),
     ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
     # torch's own, mixed precision asked where torch sees no CUDA: they disable themselves
@@ -87,7 +93,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("offload", r"you can't move a model that has some modules offloaded", False),
     ("meta-tensors", r"cannot copy out of meta tensor", True),
     ("meta-tensors", r"is on the meta device, we need a `?value`? to put in", True),
-    ("quantization", r"\.to`? is not supported for `?4-bit`? or `?8-bit", False),
+    # transformers < 4.30 (8-bit only, read in 4.27.4's source): "for `8-bit` models"
+    ("quantization", r"\.to`? is not supported for (?:`?4-bit`? or )?`?8-bit", False),
     ("quantization", r"calling `?cuda\(\)`? is not supported for `?4-bit`? or `?8-bit", False),
     ("quantization", r"cannot merge lora layers when the model is loaded in 8-bit", False),
     # diffusers' refusal of any quantized model's cast (bitsandbytes, GGUF, torchao)
@@ -204,7 +211,9 @@ SDXL_FILE = re.compile(r"\bsd_xl(?=_|\b)", re.IGNORECASE)
 COMFY_BANNER = re.compile(r"!!! Exception during processing !!!")
 EXCLAIMED = re.compile(r"!{3,}")
 NAN_WORD = re.compile(r"\bnans?\b", re.IGNORECASE)  # "NaNs" is no camel-case "Na Ns"
-EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\s?:")  # a pasted exception line
+# A pasted exception line. ASCII word characters, as search.js's \w: a name glued to the words
+# before it in another script ("...时报错TypeError:") still starts there.
+EXCEPTION = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Za-z0-9_]*(?:Error|Exception)\s?:")
 # A traceback's source line of a raise (Python prints it above the exception it raised).
 RAISE_LINE = re.compile(r"^\s*raise\b")
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
