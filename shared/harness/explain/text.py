@@ -16,7 +16,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"expected type torch\.(?:cuda\.)?\w+tensor but got torch\.(?:cuda\.)?\w+tensor",
      True),  # torch 1.0's TensorIterator
     # torch 0.2's type check of a module's weight against its input (pytorch#2138's title)
-    ("dtype-mix", r"expected (?:double|float|half) tensor \(got (?:double|float|half) tensor\)", True),
+    ("dtype-mix", r"expected (?:double|float|half) tensor \(got (?:double|float|half) tensor\)",
+     True),
     ("dtype-mix", r"found dtype \w+ but expected \w+", True),
     ("dtype-mix", r"input type \((?:c10::|struct c10::)?\w+\) and (?:weight|bias) type", True),
     ("dtype-mix", r"index put requires the source and destination dtypes match", True),
