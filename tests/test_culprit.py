@@ -280,3 +280,51 @@ def test_the_producer_is_named_past_the_modules_whose_output_goes_unjudged():
     with NonFiniteGuard(model) as quiet:
         model(torch.full((2, 4), 0.5, dtype=torch.float16))
     assert quiet.first is None
+
+
+class _HandsOnBias(nn.Module):
+    """A block returning its new hidden states with the position bias it was given, as T5's do."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x, bias):
+        return self.proj(x) + bias, bias
+
+
+class _Blocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(_HandsOnBias() for _ in range(3))
+
+    def forward(self, x, bias):
+        for block in self.blocks:
+            x, bias = block(x, bias)
+        return x
+
+
+def test_a_tensor_handed_on_unchanged_is_read_once(monkeypatch):
+    """Each finiteness read is an op (and, on CUDA, a wait for the GPU): a tensor handed from
+    block to block unchanged is read once; changed in place, or under inference mode (no
+    version kept), it is read again, and the producer is still found there."""
+    from shared.culprit import guards
+
+    reads = []
+    read = guards._finite
+    monkeypatch.setattr(guards, "_finite", lambda tensor: reads.append(tensor) or read(tensor))
+    model, x, bias = _Blocks(), torch.ones(2, 4), torch.zeros(2, 4)
+    with torch.no_grad(), NonFiniteGuard(model):
+        model(x, bias)
+    assert sum(t is bias for t in reads) == 1  # three blocks hand it on
+    reads.clear()
+    with torch.no_grad(), NonFiniteGuard(model):
+        model(x, bias)
+        bias.add_(1)  # changed since: read again
+        model(x, bias)
+    assert sum(t is bias for t in reads) == 2
+    chain = nn.Sequential(nn.SiLU(), _ScaledInPlace(), nn.GELU()).eval()
+    with torch.inference_mode(), NonFiniteGuard(chain) as values:
+        chain(torch.full((2, 4), 0.5, dtype=torch.float16))
+        chain(torch.full((2, 4), 0.5, dtype=torch.float16))
+    assert values.first is not None and values.first.module == "Sequential.1", values.first
