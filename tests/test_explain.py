@@ -383,8 +383,16 @@ def test_both_tensors_on_cuda_with_two_dtypes_is_a_dtype_clash_not_placement():
 
 
 def test_pasted_versions_documented_as_not_failing_contradict_the_claim():
-    text = ("RuntimeError: Expected attn_mask dtype to be bool or to match query dtype, but got "
-            "attn_mask.dtype: float and query.dtype: c10::BFloat16 instead.")  # fmt: skip
+    """SDPA's mask check names the clash, not its cause (a float mask under CPU autocast, or a
+    half model's own float32 mask): alone it claims nothing; a frame of the case's raise site
+    anchors it, and pasted versions documented as not failing then contradict the claim."""
+    message = ("RuntimeError: Expected attn_mask dtype to be bool or to match query dtype, but "
+               "got attn_mask.dtype: float and query.dtype: c10::BFloat16 instead.")  # fmt: skip
+    assert first(message).kind == "differential"
+    assert first(message).candidates[0] == "cpu-autocast-mha-mask"
+    text = ('  File "/opt/venv/lib/python3.10/site-packages/transformers/models/llama/'
+            'modeling_llama.py", line 611, in forward\n'
+            "    attn_output = torch.nn.functional.scaled_dot_product_attention(\n" + message)
     assert (first(text).kind, first(text).name) == ("case", "cpu-autocast-mha-mask")
     found = first(text + "\ntorch==2.4.0")
     assert found.kind == "differential" and "documented as not failing" in found.sureness, found

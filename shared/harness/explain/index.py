@@ -47,6 +47,7 @@ from shared.harness.explain.text import (
     SYNONYMS,
     TRAINING_NAN_WHY,
     TRAINING_WORDS,
+    TYPE_SIDES,
     UNKNOWN_ERROR_WHY,
     UNORDERED,
     WARNING_SITE,
@@ -89,6 +90,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "comfy_banner": COMFY_BANNER.pattern,
         "exclaimed": EXCLAIMED.pattern,
         "exception": EXCEPTION.pattern,  # a pasted exception line
+        "type_sides": [pattern.pattern for pattern in TYPE_SIDES],  # a type message's two sides
         "raise_line": RAISE_LINE.pattern,  # a traceback's source line of a raise
         "nan_word": NAN_WORD.pattern,  # case-insensitive
         "integer_dtypes": INTEGER_DTYPES.pattern,

@@ -19,16 +19,21 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"expected (?:double|float|half) tensor \(got (?:double|float|half) tensor\)",
      True),
     ("dtype-mix", r"found dtype \w+ but expected \w+", True),
-    ("dtype-mix", r"input type \((?:c10::|struct c10::)?\w+\) and (?:weight|bias) type", True),
+    # (a space lost, or one colon, where a user typed the message again)
+    ("dtype-mix", r"input type ?\((?:c10::?|struct c10::)?\w+\) ?and (?:weight|bias) type", True),
     ("dtype-mix", r"index put requires the source and destination dtypes match", True),
+    # masked_scatter's, where most vision-language models now merge image features
+    ("dtype-mix", r"masked_scatter_?: expected self and source to have same dtypes", True),
     ("dtype-mix", r"expected query, key,? and value to have the same dtype", True),
-    ("dtype-mix", r"expected attn_mask dtype to be bool", False),
+    # SDPA's check names the clash, not its cause: a float mask under CPU autocast
+    # (cpu-autocast-mha-mask), or a half model's own float32 mask, meet the same words
+    ("dtype-mix", r"expected attn_mask dtype to be bool", True),
     # torch's RNN/GRU/LSTM checks (ATen's RNN.cpp), their dtype and device wordings
     ("dtype-mix", r"input and (?:parameter|hidden) tensors are not the same dtype", True),
     ("dtype-mix", r"expected tensor for argument #\d+ '\w+' to have the same type as tensor", True),
     # the weight's type as torch.FloatTensor, or as the older CUDABFloat16Type
-    ("device-placement", r"input type \(torch\.(?:cuda\.)?\w+\) and weight type \((?:torch\.|cuda)",
-     True),
+    ("device-placement",
+     r"input type ?\(torch\.(?:cuda\.)?\w+\) ?and weight type ?\((?:torch\.|cuda)", True),
     ("device-placement", r"expected all tensors to be on the same device", True),
     ("device-placement",  # torch 1.x
      r"expected object of (?:device type|backend) \w+ but got (?:device type|backend)", True),
@@ -52,6 +57,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("gradient-scaling",
      r"_amp_(?:foreach_non_finite_check_and_unscale|update_scale)\w*\"? not implemented for", False),
     ("unsupported-dtype", r"not implemented for '(?:half|bfloat16|complexhalf)'", False),
+    # torch 1.0-1.2's legacy dispatch ("_thnn_conv2d_forward not supported on CPUType for Half")
+    ("unsupported-dtype", r"not supported on cputype for (?:half|bfloat16)", False),
     # torch 1.0's wording of the same refusal, the tensor type naming the device
     ("unsupported-dtype", r"is not implemented for type torch\.(?:cuda\.)?(?:half|bfloat16)tensor",
      False),
@@ -326,7 +333,7 @@ def correct_spelling(line: str, vocabulary: list[str]) -> str:
     return re.sub(r"[A-Za-z][A-Za-z0-9_]+", fix, line)
 
 
-TYPE_SIDES = (re.compile(r"input type \(([^)]*)\) and (?:weight|bias) type \(([^)]*)\)"),
+TYPE_SIDES = (re.compile(r"input type ?\(([^)]*)\) ?and (?:weight|bias) type ?\(([^)]*)\)"),
               re.compile(r"but type ([\w.:]+) does not equal ([\w.:]+)"))  # fmt: skip
 
 

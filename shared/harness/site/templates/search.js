@@ -43,8 +43,7 @@
     const ANCHORS = ["raise site", "names", "project"];
     const DTYPE_ONE = new RegExp(DTYPE.source, "i");
     const PASTED_VERSION = new RegExp(index.pasted_version, "gi");
-    const TYPE_SIDES = [/input type \(([^)]*)\) and (?:weight|bias) type \(([^)]*)\)/,
-      /but type ([\w.:]+) does not equal ([\w.:]+)/];
+    const TYPE_SIDES = index.type_sides.map((pattern) => new RegExp(pattern));
     const SIZE = index.differential_size;  // at most three candidates, of the three best
     const WARNING_SITE = new RegExp(index.warning_site);
     const OTHER_DEVICE = new RegExp(index.other_device, "i");  // a device no case runs on
