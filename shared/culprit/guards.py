@@ -9,7 +9,6 @@ import contextlib
 import dataclasses
 import inspect
 import math
-import weakref
 from collections.abc import Iterator
 
 import torch
@@ -403,9 +402,9 @@ class NonFiniteGuard(_ModuleWatch):
         super().__init__(model)
         self.first: NonFinite | None = None
         self._module: nn.Module | None = None
-        # The tensors judged finite: id -> (a weak reference, its in-place version then). A
-        # container hands on its child's output, a block its position bias: judged once each.
-        self._judged: dict[int, tuple[weakref.ref, int]] = {}
+        # The last output judged finite (one tensor held) and its in-place version then.
+        self._last_finite: torch.Tensor | None = None
+        self._last_version = -1
         # Training NaNs often start in the backward pass (fairseq's NanDetector watches both).
         self.gradients = gradients
         self.first_gradient: NonFiniteGradient | None = None
@@ -442,18 +441,20 @@ class NonFiniteGuard(_ModuleWatch):
         if self.first is not None or type(module) in FINITE_FROM_FINITE or (
                 type(module) in DROPOUTS and not module.training):  # fmt: skip
             return
+        if output is self._last_finite and output._version == self._last_version:
+            return  # judged already, unchanged: a container handing on its child's output
         with unwatched():
             self._judge_output(module, args, kwargs, output)
 
     def _judge_output(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
         try:
             if isinstance(output, torch.Tensor):  # the common case, without a list
-                if not output.is_floating_point() or self._finite_once(output):
+                if not output.is_floating_point() or _finite(output):
+                    self._last_finite, self._last_version = output, output._version
                     return
                 bad = [output]
             else:
-                bad = [t for t in tensors_of(output)
-                       if t.is_floating_point() and not self._finite_once(t)]  # fmt: skip
+                bad = [t for t in tensors_of(output) if t.is_floating_point() and not _finite(t)]
                 if not bad:
                     return
             inputs = [t for _, t in _tensor_inputs(module, args, kwargs) if t.is_floating_point()]
@@ -470,21 +471,6 @@ class NonFiniteGuard(_ModuleWatch):
             self._module = module
         except Exception:  # noqa: BLE001 - watching must never break the model it watches
             return
-
-    def _finite_once(self, tensor: torch.Tensor) -> bool:
-        """:func:`_finite`, read once per tensor and in-place version: the same live tensor,
-        unchanged since it was judged finite, is finite. An inference tensor keeps no version
-        (it could have changed): judged each time."""
-        judged = self._judged.get(id(tensor))
-        if judged is not None and judged[0]() is tensor and judged[1] == tensor._version:
-            return True
-        if not _finite(tensor):
-            return False
-        if not tensor.is_inference():
-            if len(self._judged) >= JUDGED_KEPT:  # the refs of freed tensors, now and then
-                self._judged.clear()
-            self._judged[id(tensor)] = weakref.ref(tensor), tensor._version
-        return True
 
     @property
     def found(self) -> list[Hazard]:
@@ -580,7 +566,6 @@ def _finite(tensor: torch.Tensor) -> bool:
 
 
 _PLAIN_TENSORS = (torch.Tensor, nn.Parameter)
-JUDGED_KEPT = 1024  # finite tensors remembered (weakly) before the record starts again
 
 # torch's own modules whose output is finite wherever their input is (bounded, or at most the
 # input's magnitude): they never produce the first inf or NaN, so their outputs go unjudged.
