@@ -57,6 +57,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("gradient-scaling",
      r"_amp_(?:foreach_non_finite_check_and_unscale|update_scale)\w*\"? not implemented for", False),
     ("unsupported-dtype", r"not implemented for '(?:half|bfloat16|complexhalf)'", False),
+    # torch 0.2-0.3's CPU HalfTensor, storage only: no math method at all (pytorch#4552)
+    ("unsupported-dtype", r"'torch\.halftensor' object has no attribute", False),
     # torch 1.0-1.2's legacy dispatch ("_thnn_conv2d_forward not supported on CPUType for Half")
     ("unsupported-dtype", r"not supported on cputype for (?:half|bfloat16)", False),
     # torch 1.0's wording of the same refusal, the tensor type naming the device
