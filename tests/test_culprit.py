@@ -280,4 +280,3 @@ def test_the_producer_is_named_past_the_modules_whose_output_goes_unjudged():
     with NonFiniteGuard(model) as quiet:
         model(torch.full((2, 4), 0.5, dtype=torch.float16))
     assert quiet.first is None
-
