@@ -23,13 +23,15 @@ ANCHORS = ("raise site", "names", "project")  # strongest first
 SHARED_SITES = ("torch/", "transformers/generation/")
 
 
-def anchored_to(case: str, text: str, frames: list[str], sig: Signature, catalog: Catalog) -> str:
-    """What in the paste ties it to this case beyond a generic message ("" if nothing)."""
+def anchored_to(case: str, text: str, words: set[str], frames: list[str], sig: Signature,
+                catalog: Catalog) -> str:  # fmt: skip
+    """What in the paste ties it to this case beyond a generic message ("" if nothing); ``words``:
+    its pasted_words."""
     if sig.raised_in and any(raise_site_matches(sig.raised_in, f) for f in frames
                              if not f.startswith(SHARED_SITES)):  # fmt: skip
         return "raise site"
     names = catalog.subjects[case]
-    if names and names_subject(names, set(pasted_words(text))):
+    if names and names_subject(names, words):
         return "names " + ", ".join(spellings[0] for spellings in names)
     project = catalog.projects[case]
     if project and project in text.lower():
@@ -54,7 +56,7 @@ def anchor_strength(hit: Hit) -> int:
 
 def find_hits(text: str, lines: list[str], catalog: Catalog) -> list[Hit]:
     """Each documented signature found in the paste's error lines (error_lines)."""
-    frames = frames_of(text)
+    frames, words = frames_of(text), set(pasted_words(text))  # read once, not once per hit
     hits = []
     # Each line's canonical form and shape, made once: every signature compares them.
     canonical_lines = [canonical(line) for line in lines]
@@ -69,7 +71,7 @@ def find_hits(text: str, lines: list[str], catalog: Catalog) -> list[Hit]:
                 continue
             family, generic = message_family(line)
             generic = generic or len(_cases_with(sig.shapes, catalog)) > 1
-            anchor = anchored_to(sig.case, text, frames, sig, catalog)
+            anchor = anchored_to(sig.case, text, words, frames, sig, catalog)
             hits.append(Hit(sig.case, sig.variant, how, generic, anchor, sig.where, line))
             break
     return hits

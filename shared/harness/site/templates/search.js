@@ -228,12 +228,12 @@
     const namesSubject = (names, words) =>
       names.every((spellings) => spellings.some((w) => words.has(w)));
 
-    function anchoredTo(sig, text, frames) {
+    function anchoredTo(sig, text, words, frames) {
       if (sig.raised_in && frames.some((f) =>
           !index.shared_sites.some((site) => f.startsWith(site)) &&
           raiseSiteMatches(sig.raised_in, f))) return "raise site";
       const names = index.subjects[sig.case];
-      if (names.length && namesSubject(names, new Set(pastedWords(text)))) {
+      if (names.length && namesSubject(names, words)) {
         return "names " + names.map((spellings) => spellings[0]).join(", ");
       }
       const project = index.projects[sig.case];
@@ -254,6 +254,7 @@
 
     function findHits(text, lines) {
       const frames = framesOf(text);
+      const words = new Set(pastedWords(text));  // read once, not once per hit
       const hits = [];
       // Each line's canonical form and shape, made once: every signature compares them.
       const canonicalLines = lines.map(canonical);
@@ -272,7 +273,7 @@
           let [, generic] = messageFamily(line);
           generic = generic || casesWith(sig.shapes).size > 1;
           hits.push({ case: sig.case, variant: sig.variant, how, generic,
-            anchored: anchoredTo(sig, text, frames), where: sig.where, line });
+            anchored: anchoredTo(sig, text, words, frames), where: sig.where, line });
           break;
         }
       }
