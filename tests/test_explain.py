@@ -430,6 +430,17 @@ def test_stable_diffusion_1_named_implies_no_sdxl():
         assert found.kind != "case", (model, found)
 
 
+def test_a_named_fix_states_the_mechanism():
+    """A description naming the fix that worked (attention upcast to float32, a black image)
+    puts the case whose fix it is first in the differential: it claims nothing, and without
+    the fix named the same description names no case first."""
+    black = "Black images after a few steps on my Mac with the Karras scheduler, no error."
+    found = first(black + " Solved it with --force-upcast-attention.")
+    assert found.kind == "differential", found
+    assert found.candidates[:1] == ["sd21-upcast-attention"], found
+    assert first(black).candidates[:1] != ["sd21-upcast-attention"]
+
+
 def test_other_wordings_of_a_check_are_read():
     """The older flat-parameter wording (declared its usual cause beside a LoRA), NumPy's
     refusal of bfloat16 (bf16-to-numpy's usual cause), and messages only a family documents
@@ -445,6 +456,8 @@ def test_other_wordings_of_a_check_are_read():
                          ("TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS "
                           "framework doesn't support float64. Please use float32 instead.",
                           "hardware"),
+                         ("ptxas /tmp/compile-ptx-src, line 100; error   : Feature 'cvt with "
+                          ".f32.bf16' requires .target sm_80 or higher", "hardware"),
                          ("RuntimeError: Input and hidden tensors are not at the same device, "
                           "found input tensor at cuda:0 and hidden tensor at cpu",
                           "device-placement"),

@@ -89,6 +89,9 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("hardware", r"cufft doesn'?t support signals of half type with compute capability less than",
      False),
     ("hardware", r"bf16 is only supported on a100", False),
+    # ptxas refusing a kernel's bfloat16 instructions (Triton's, a JIT-built extension's) on a GPU
+    # before Ampere: "Feature 'cvt.bf16.f32' requires .target sm_80 or higher"
+    ("hardware", r"feature '[^']*bf16[^']*' requires \.target sm_\d+", False),
     ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
     # torch's own, mixed precision asked where torch sees no CUDA: they disable themselves
     ("hardware", r"gradscaler is enabled, but cuda is not available", True),
