@@ -441,6 +441,27 @@ def test_a_named_fix_states_the_mechanism():
     assert first(black).candidates[:1] != ["sd21-upcast-attention"]
 
 
+def test_the_rotary_table_named_in_half_states_rope_bf16():
+    """"inv_freq ... converted to bfloat16" states rope-bf16's mechanism on any model: it leads
+    the differential, claims nothing; "no rope" beside bf16 does not."""
+    found = first("When we use model.bfloat16().cuda(), inv_freq will be converted to bfloat16 "
+                  "even though we defined it in float32, so positions are not represented right.")
+    assert found.kind == "differential" and found.candidates[:1] == ["rope-bf16"], found
+    found = first("Training in bf16, gradient_checkpointing, no rope: the weights barely change.")
+    assert found.candidates[:1] != ["rope-bf16"], found
+
+
+def test_an_extension_kernel_is_not_torchs_backend():
+    """A generic refusal raised in an extension's own operator (torch.ops.<extension>) is that
+    extension's kernel, not torch's CPU backend that cpu-fp16-kernels documents: the family."""
+    op = ("    return torch.ops.torch_scatter.scatter_max(src, index, dim, out, dim_size)\n"
+          "RuntimeError: \"scatter\" not implemented for 'Half'")
+    found = first("Using torch.cuda.amp.autocast with torch_scatter:\n" + op)
+    assert (found.kind, found.family) == ("family", "unsupported-dtype"), found
+    found = first("RuntimeError: \"scatter\" not implemented for 'Half'")  # torch's own: the case
+    assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
+
+
 def test_other_wordings_of_a_check_are_read():
     """The older flat-parameter wording (declared its usual cause beside a LoRA), NumPy's
     refusal of bfloat16 (bf16-to-numpy's usual cause), and messages only a family documents

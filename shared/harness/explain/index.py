@@ -29,6 +29,7 @@ from shared.harness.explain.text import (
     MIN_CORRECTABLE,
     NAMES_NOTHING_WHY,
     NAN_WORD,
+    EXTENSION_OP,
     OTHER_DEVICE,
     PASTED_VERSION,
     QUANTIZED_BASE,
@@ -117,6 +118,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "unknown_error_why": UNKNOWN_ERROR_WHY,
         "warning_site": WARNING_SITE.pattern,
         "other_device": OTHER_DEVICE.pattern,  # case-insensitive
+        "extension_op": EXTENSION_OP.pattern,
         "dtype_words": sorted(DTYPE_WORDS),
         "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},
         "case_bm25": bm25_table(catalog.case_docs),

@@ -390,6 +390,10 @@ INTEGER_DTYPES = re.compile(r"\b(?:long|int|short|char|byte|bool)\b(?! or\b)")
 # devices"). A documented message naming one is another check than the case's.
 OTHER_DEVICE = re.compile(r"['\"](mps|xpu|npu|hpu)(?::\d+)?['\"]|\b(mps|xpu|npu|hpu):\d",
                           re.IGNORECASE)
+# A call into an extension's own operator, as TorchScript's traceback shows it
+# ("torch.ops.torch_scatter.scatter_max(...)"): its kernels are the extension's, not the torch
+# CPU or CUDA backend a usual cause names.
+EXTENSION_OP = re.compile(r"\btorch\.ops\.(?!aten\.|prims\.)\w+\.\w+")
 # Where Python's warnings module says a warning was issued: "path:line: SomeWarning: message".
 WARNING_SITE = re.compile(r"^(?:[A-Za-z]:)?([^\s:]+\.py):\d+: \w*Warning:")
 

@@ -47,6 +47,7 @@
     const SIZE = index.differential_size;  // at most three candidates, of the three best
     const WARNING_SITE = new RegExp(index.warning_site);
     const OTHER_DEVICE = new RegExp(index.other_device, "i");  // a device no case runs on
+    const EXTENSION_OP = new RegExp(index.extension_op);  // an extension's own operator called
     const SIDE_DEVICE = new RegExp(index.side_devices.join("|"), "g");  // a tensor type's device
     const WITHOUT_NAN = new Set(index.without_nan);
 
@@ -322,9 +323,11 @@
 
     // The first pasted line holding a generic message a case declares itself the usual cause
     // of ({case, variant, decides, line}), or null; none where a pasted message names another
-    // device (usual causes are CPU/CUDA mechanisms) or the paste ends in another error.
+    // device (usual causes are CPU/CUDA mechanisms), where the call that raised is an
+    // extension's own operator (its kernels, not torch's), or the paste ends in another error.
     function usualCauseIn(paste) {
       if (paste.lines.some((line) => OTHER_DEVICE.test(line) && messageFamily(line)[0])) return null;
+      if (EXTENSION_OP.test(paste.text)) return null;
       const words = new Set(paste.query);
       for (const line of paste.lines) {
         const lineC = canonical(line);
