@@ -227,6 +227,23 @@ def test_a_model_past_its_first_calls_is_watched_again_when_given_a_new_kind_of_
     assert found[True] == (["float-attention-mask"], ["float-attention-mask"])
 
 
+def test_a_call_that_raises_in_its_first_module_is_counted_out_with_what_it_was_given(recwarn):
+    """Torch hands a global forward hook no keyword arguments after an exception: the input given
+    by keyword is still known as given, and the next call is an outermost one again."""
+    from shared.culprit.diagnose import Diagnosis
+
+    model, given = nn.Sequential(nn.Linear(4, 4)).to(torch.bfloat16), torch.randn(2, 4)
+    kwargs_model = nn.ModuleDict({"proj": nn.Linear(4, 4)}).to(torch.bfloat16)
+    kwargs_model.forward = lambda features: kwargs_model["proj"](features)
+    with Diagnosis() as diagnosis:
+        for call in (lambda: model(given), lambda: kwargs_model(features=given)):
+            with pytest.raises(RuntimeError, match="dtype"):
+                call()
+            assert diagnosis._calls.depth == 0
+            assert given in diagnosis._given
+    assert not [w for w in recwarn if "hook" in str(w.message)]  # no check of ours raised
+
+
 def test_op_watch_records_a_half_fft_and_not_a_float32_one():
     with OpWatch() as ops:
         torch.fft.fftn(torch.randn(8, 8))

@@ -46,6 +46,7 @@ DIAGNOSED = [
     ("blocks_in_list.py", "ListEncoder.blocks[0].norm", "not-registered", "omnilmm"),
     ("numpy_float64_regressor.py", "Sequential.0", "float64-data", "float64-input"),
     ("fp16_activation_overflow.py", "FeedForward.up", "overflow", None),
+    ("latents_by_keyword.py", "TinyDenoiser.conv_in", "input-not-cast", "xcomposer"),
 ]
 
 

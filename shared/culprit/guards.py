@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import inspect
 import math
+import sys
 from collections.abc import Iterator
 
 import torch
@@ -438,9 +439,9 @@ class NonFiniteGuard(_ModuleWatch):
         return check
 
     def _on_return(self, module: nn.Module, args: tuple, kwargs: dict, output) -> None:
-        if self.first is not None or type(module) in FINITE_FROM_FINITE or (
+        if output is None or self.first is not None or type(module) in FINITE_FROM_FINITE or (
                 type(module) in DROPOUTS and not module.training):  # fmt: skip
-            return
+            return  # None: the call raised, nothing was returned to judge
         if output is self._last_finite and output._version == self._last_version:
             return  # judged already, unchanged: a container handing on its child's output
         with unwatched():
@@ -546,11 +547,27 @@ class GuardedCalls(_ModuleWatch):
     def _after(self, module: nn.Module, args: tuple, *rest) -> None:
         # (kwargs, output) after a return; torch gives (output) alone after an exception.
         kwargs, output = rest if len(rest) == 2 else ({}, None)
-        self.values._on_return(module, args, kwargs, output)
-        if self.depth:
-            self.depth -= 1
-        if not self.depth:
-            self._leaving(module, args, kwargs, output)
+        try:
+            self.values._on_return(module, args, kwargs, output)
+        finally:  # the calls in progress are counted out whatever a check did
+            if self.depth:
+                self.depth -= 1
+            if not self.depth:
+                if len(rest) != 2:  # raised: what the script gave by keyword, from torch's frame
+                    kwargs = _raised_call_kwargs(module, sys._getframe(1))
+                self._leaving(module, args, kwargs, output)
+
+
+def _raised_call_kwargs(module: nn.Module, frame) -> dict:
+    """The keyword arguments of ``module``'s call that raised: torch hands a global forward hook
+    none after an exception, but its ``_call_impl`` (the hook's caller) holds them."""
+    try:
+        if frame.f_code.co_name == "_call_impl" and frame.f_locals.get("self") is module:
+            kwargs = frame.f_locals.get("kwargs")
+            return kwargs if isinstance(kwargs, dict) else {}
+    except Exception:  # noqa: BLE001, S110 - another torch's frame: the arguments unknown
+        pass
+    return {}
 
 
 def _finite(tensor: torch.Tensor) -> bool:
