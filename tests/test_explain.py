@@ -320,6 +320,11 @@ def test_symptom_words_never_claim_a_case_they_rank_it_first_in_a_differential(t
     ("DQN training crashes as soon as the env returns float64 observations", "float64-input"),
     ("the EMA copy is kept in bf16, so its small increments get rounded away",
      "bf16-pure-training"),
+    ("only the model was moved: the batch was not moved to the GPU", "inputs-device"),
+    ("the model is on the GPU but the input tensors stay on the CPU", "inputs-device"),
+    ("the VAE overflows in fp16 during img2img", "sdxl-vae-fp16"),
+    ("with fp16 the product of q and k overflows before the softmax", "sd21-upcast-attention"),
+    ("position embeddings kept as a buffer get cast to bfloat16 with the model", "rope-bf16"),
 ])  # fmt: skip
 def test_a_description_stating_a_mechanism_ranks_its_case_first_on_any_model(text, case):
     """A case's `describes`: the mechanism in a user's words (modules kept in a list, a VAE
@@ -449,6 +454,24 @@ def test_the_rotary_table_named_in_half_states_rope_bf16():
     assert found.kind == "differential" and found.candidates[:1] == ["rope-bf16"], found
     found = first("Training in bf16, gradient_checkpointing, no rope: the weights barely change.")
     assert found.candidates[:1] != ["rope-bf16"], found
+
+
+def test_a_legacy_type_names_device_decides_the_family():
+    """torch 0.4-1.0 named tensor types with their device: two names that differ only in
+    "cuda." are a placement clash, two dtypes a dtype one; the legacy constructor's refusal of a
+    tensor of the other device too."""
+    for text, family in (
+        ("RuntimeError: expected type torch.cuda.FloatTensor but got torch.FloatTensor",
+         "device-placement"),
+        ("RuntimeError: Expected object of type torch.cuda.FloatTensor but found type "
+         "torch.FloatTensor for argument #2 'weight'", "device-placement"),
+        ("RuntimeError: Expected object of type Variable[torch.FloatTensor] but found type "
+         "Variable[torch.DoubleTensor] for argument #1 'mat1'", "dtype-mix"),
+        ("RuntimeError: expected type torch.DoubleTensor but got torch.FloatTensor", "dtype-mix"),
+        ("TypeError: expected CUDA (got CPU)", "device-placement"),
+    ):  # fmt: skip
+        found = first(text)
+        assert (found.kind, found.family) == ("family", family), (text, found)
 
 
 def test_an_extension_kernel_is_not_torchs_backend():

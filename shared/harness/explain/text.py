@@ -15,6 +15,10 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"expected object of scalar type \w+ but got scalar type \w+", True),  # torch 1.x
     ("dtype-mix", r"expected type torch\.(?:cuda\.)?\w+tensor but got torch\.(?:cuda\.)?\w+tensor",
      True),  # torch 1.0's TensorIterator
+    # torch 0.4's argument check ("Expected object of type Variable[torch.FloatTensor] but found
+    # type Variable[torch.DoubleTensor]"); its sides say a device clash (operand_sides)
+    ("dtype-mix", r"expected object of type (?:variable\[)?torch\.[\w.]+tensor\]? but found type",
+     True),
     # torch 0.2's type check of a module's weight against its input (pytorch#2138's title)
     ("dtype-mix", r"expected (?:double|float|half) tensor \(got (?:double|float|half) tensor\)",
      True),
@@ -38,6 +42,9 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("device-placement",  # torch 1.x
      r"expected object of (?:device type|backend) \w+ but got (?:device type|backend)", True),
     ("device-placement", r"input, ?output and indices must be on the current device", True),
+    # torch < 1.0's legacy constructor given a tensor of the other device
+    # ("torch.cuda.FloatTensor(cpu_tensor)": "TypeError: expected CUDA (got CPU)")
+    ("device-placement", r"expected (?:cuda|cpu) \(got (?:cpu|cuda)\)", True),
     ("device-placement", r"input and (?:parameter|hidden) tensors are not at the same device",
      True),
     # torch < 1.0's argument check, a CPU and a CUDA tensor among the arguments it got
@@ -339,7 +346,11 @@ def correct_spelling(line: str, vocabulary: list[str]) -> str:
 
 
 TYPE_SIDES = (re.compile(r"input type ?\(([^)]*)\) ?and (?:weight|bias) type ?\(([^)]*)\)"),
-              re.compile(r"but type ([\w.:]+) does not equal ([\w.:]+)"))  # fmt: skip
+              re.compile(r"but type ([\w.:]+) does not equal ([\w.:]+)"),
+              # torch 0.4-1.0's legacy type names, the device in the name
+              re.compile(r"expected (?:object of )?type (?:variable\[)?(torch\.[\w.]+tensor)\]? "
+                         r"but (?:got|found)(?: type)? (?:variable\[)?(torch\.[\w.]+tensor)"),
+              )  # fmt: skip
 
 
 SIDE_DEVICES = ("cuda", "mps", "xpu")  # a tensor type naming none of them is a CPU tensor's
