@@ -472,6 +472,10 @@ def test_a_legacy_type_names_device_decides_the_family():
     ):  # fmt: skip
         found = first(text)
         assert (found.kind, found.family) == ("family", family), (text, found)
+    # a side cut by a terminal's wrap ("torch .LongTensor"): neither family can be read
+    found = first("RuntimeError: Expected object of type torch.cuda.LongTensor but found type "
+                  "torch .LongTensor for argument #3 'index'")
+    assert found.family != "dtype-mix", found
 
 
 def test_an_extension_kernel_is_not_torchs_backend():

@@ -16,9 +16,10 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"expected type torch\.(?:cuda\.)?\w+tensor but got torch\.(?:cuda\.)?\w+tensor",
      True),  # torch 1.0's TensorIterator
     # torch 0.4's argument check ("Expected object of type Variable[torch.FloatTensor] but found
-    # type Variable[torch.DoubleTensor]"); its sides say a device clash (operand_sides)
-    ("dtype-mix", r"expected object of type (?:variable\[)?torch\.[\w.]+tensor\]? but found type",
-     True),
+    # type Variable[torch.DoubleTensor]"); its sides say a device clash (operand_sides), so both
+    # must be read: a side cut by a line's wrap is no family's
+    ("dtype-mix", r"expected object of type (?:variable\[)?torch\.[\w.]+tensor\]? but found type "
+     r"(?:variable\[)?torch\.[\w.]+tensor", True),
     # torch 0.2's type check of a module's weight against its input (pytorch#2138's title)
     ("dtype-mix", r"expected (?:double|float|half) tensor \(got (?:double|float|half) tensor\)",
      True),
