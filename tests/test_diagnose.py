@@ -64,6 +64,22 @@ def test_a_script_that_is_no_case_is_diagnosed(tmp_path, script, module, mechani
     assert "diagnose" not in process.stdout
 
 
+def test_the_diagnosis_prints_the_fix_explain_prints_for_every_case():
+    """One fix per case, printed alike by both layers: its case.toml's `fix`, else the first
+    statement its fixing script adds (a line of code, never a README sentence cut at a colon)."""
+    from shared.culprit.diagnose import case_facts
+    from shared.harness.catalog import case_names, load_case
+    from shared.harness.explain.describe import fix_statement
+
+    for name in case_names():
+        case = load_case(name)
+        fixing = next(v for v in case.variants if v.fixes)
+        facts = case_facts(name)
+        explained = fix_statement(case, fixing.fixes)[1]
+        assert (facts["fixed"], facts["fix"]) == (fixing.script.name, explained), name
+        assert facts["fix"] and not facts["fix"].endswith(":"), (name, facts["fix"])
+
+
 def test_a_clean_script_gets_no_problem(tmp_path):
     process, record = diagnose("clean_training_step.py", tmp_path=tmp_path)
     assert process.returncode == 0, process.stderr

@@ -41,6 +41,7 @@ from shared.culprit.finders import (
 from shared.culprit.guards import GuardedCalls, MismatchGuard, NonFiniteGuard, unwatched
 from shared.culprit.tensors import dtype_name, full_path, live_parents, tensors_of
 from shared.culprit.watchers import TORCH_DIR, FailedOp, OpWatch, ProfileWatches, seen_hazards
+from shared.fixes import added_statement
 from shared.hazards import (
     HAZARDS,
     MECHANISMS,
@@ -656,7 +657,8 @@ def _add_audit_hook(diagnosis: Diagnosis) -> None:
 
 def case_facts(case: str | None) -> dict:
     """A case's family and fix line, read from its case.toml (its ``fix``, else the first
-    sentence of its README's Fix section); {} where the cases are not at hand (installed)."""
+    statement its first fixing variant's script adds to the broken one's, as ``explain`` prints
+    it, and that script's name); {} where the cases are not at hand (installed)."""
     if not case:
         return {}
     return _CASE_FACTS.get(case) or _CASE_FACTS.setdefault(case, _read_case(case))
@@ -669,16 +671,17 @@ def _read_case(case: str) -> dict:
     table = _case_tables().get(case)
     if table is None:
         return {}
+    variants = table.get("variant", [])
+    scripts = {variant.get("name"): variant.get("script") for variant in variants}
+    fixing = next((v for v in variants if scripts.get(v.get("fixes")) and v.get("script")), {})
     fix = table.get("fix", "")
-    if not fix:
+    if not fix and fixing:
         with contextlib.suppress(OSError):
-            readme = (CASES_DIR / case / "README.md").read_text(encoding="utf-8")
-            section = re.search(r"^## Fix\n+(.+?)(?:\n\n|\n```|\Z)", readme, re.M | re.S)
-            if section:
-                text = " ".join(section.group(1).split())
-                fix = re.split(r"(?<=\.)\s", text)[0][:200]
-    return {"family": table.get("family"), "fix": fix, "title": table.get("title", ""),
-            "hazard": table.get("hazard")}
+            folder = CASES_DIR / case
+            fix = added_statement((folder / scripts[fixing["fixes"]]).read_text(encoding="utf-8"),
+                                  (folder / fixing["script"]).read_text(encoding="utf-8"))
+    return {"family": table.get("family"), "fix": fix, "fixed": fixing.get("script", ""),
+            "title": table.get("title", ""), "hazard": table.get("hazard")}
 
 
 def _declared_culprits() -> list[tuple[str, str]]:
@@ -711,7 +714,8 @@ def format_problem(problem: Problem | None, notes: list[str]) -> str:
             facts = case_facts(problem.case)
             lines.append(f"  case:      cases/{problem.case} ({problem.family or '-'})")
             if facts.get("fix"):
-                lines.append(f"  fix:       {facts['fix']}")
+                script = f"  (cases/{problem.case}/{facts['fixed']})" if facts["fixed"] else ""
+                lines.append(f"  fix:       {facts['fix']}{script}")
         elif problem.family:
             lines.append(f"  family:    {problem.family} (no case documents this mechanism)")
     lines += [f"  note: {note}" for note in notes]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
+from shared.fixes import added_statement
 from shared.harness.case import FAILURES, Case
 from shared.harness.explain.answer import Answer
 from shared.harness.explain.differential import DIAGNOSE
@@ -37,26 +37,8 @@ def fix_statement(case: Case, broken: str) -> tuple[str, str]:
     if fixed is None:
         return "", ""
     scripts = {v.name: v.script for v in case.variants}
-    old = scripts[fixed.fixes].read_text(encoding="utf-8").splitlines()
-    new = fixed.script.read_text(encoding="utf-8").splitlines()
-    added = [line[1:].strip() for line in difflib.unified_diff(old, new, lineterm="", n=0)
-             if line.startswith("+") and not line.startswith("+++")]  # fmt: skip
-    quotes = ('"' * 3, "'" * 3)
-    code = [line for line in added if line and not line.startswith(("#", "from ", "import ", *quotes))
-            and not line.endswith(quotes)]  # fmt: skip
-    return fixed.name, first_statement(code)
-
-
-def first_statement(lines: list[str]) -> str:
-    """The first statement of the added code, its continuation lines joined (brackets balanced)."""
-    statement, depth = [], 0
-    for line in lines:
-        code, _, comment = line.partition("  # ")
-        statement.append(line if not depth and not statement else code)
-        depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
-        if depth <= 0:
-            break
-    return " ".join(statement)
+    return fixed.name, added_statement(scripts[fixed.fixes].read_text(encoding="utf-8"),
+                                       fixed.script.read_text(encoding="utf-8"))
 
 
 def versions_of(case: str, variant: str, matrix_dir: Path = MATRIX_DIR) -> str:
