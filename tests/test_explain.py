@@ -683,9 +683,12 @@ def test_a_dtype_clash_beside_a_quantized_base_names_no_family():
 
 
 def test_torch_1_0s_wording_of_a_missing_half_kernel_reads_its_device_from_the_tensor_type():
-    """"_th_index_select is not implemented for type torch.HalfTensor": the CPU type is
-    cpu-fp16-kernels' mechanism; the CUDA type names no case, only the family."""
+    """"_th_index_select is not implemented for type torch.HalfTensor" (torch 0.4 wrote
+    "not_implemented"): the CPU type is cpu-fp16-kernels' mechanism; the CUDA type names no case,
+    only the family."""
     found = first("RuntimeError: _th_index_select is not implemented for type torch.HalfTensor")
+    assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
+    found = first("RuntimeError: thnn_conv2d_forward is not_implemented for type torch.HalfTensor")
     assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
     found = first("RuntimeError: _th_index_select is not implemented for type "
                   "torch.cuda.HalfTensor")  # fmt: skip

@@ -69,9 +69,10 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("unsupported-dtype", r"'torch\.halftensor' object has no attribute", False),
     # torch 1.0-1.2's legacy dispatch ("_thnn_conv2d_forward not supported on CPUType for Half")
     ("unsupported-dtype", r"not supported on cputype for (?:half|bfloat16)", False),
-    # torch 1.0's wording of the same refusal, the tensor type naming the device
-    ("unsupported-dtype", r"is not implemented for type torch\.(?:cuda\.)?(?:half|bfloat16)tensor",
-     False),
+    # torch 0.4-1.0's wording of the same refusal, the tensor type naming the device (0.4 wrote
+    # "not_implemented")
+    ("unsupported-dtype",
+     r"is not[ _]implemented for type torch\.(?:cuda\.)?(?:half|bfloat16)tensor", False),
     ("unsupported-dtype", r"unsupported dtype (?:half|bfloat16)", True),
     ("unsupported-dtype",
      r"cufft only supports dimensions whose sizes are powers of two when computing in half", True),
