@@ -478,6 +478,15 @@ def test_a_legacy_type_names_device_decides_the_family():
     assert found.family != "dtype-mix", found
 
 
+def test_a_generator_asked_for_a_meta_tensor_is_the_meta_devices_problem():
+    """"Cannot generate a meta tensor from a generator of type cuda": latents drawn on a model's
+    meta device (an offloading profile), the meta-tensors family, not a generator's placement."""
+    found = first("Error: Cannot generate a meta tensor from a generator of type cuda.")
+    assert found.family == "meta-tensors", found
+    found = first("RuntimeError: Cannot generate a cpu tensor from a generator of type cuda.")
+    assert found.family == "device-placement", found
+
+
 def test_an_extension_kernel_is_not_torchs_backend():
     """A generic refusal raised in an extension's own operator (torch.ops.<extension>) is that
     extension's kernel, not torch's CPU backend that cpu-fp16-kernels documents: the family."""

@@ -52,6 +52,9 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("device-placement", r"received an invalid combination of arguments - got \((?=[^)]*torch\.cuda"
      r"\.\w+tensor)(?=[^)]*torch\.(?!cuda\.)\w+tensor)", True),
     ("device-placement", r"calling \.generate\(\) with the `?input_ids`? being on a device", True),
+    # a generator asked for a meta tensor: the latents drawn on a model's meta device, a
+    # meta-tensor problem whatever the generator's device (easydiffusion#1299's low-VRAM profile)
+    ("meta-tensors", r"cannot generate a meta tensor from a generator of type", True),
     ("device-placement", r"cannot generate a \w+ tensor from a generator of type", False),
     # generator-device's, and a DataLoader sampler's CPU generator under a CUDA default tensor
     # type (TextBPN-Plus-Plus#24): claimed only where an anchor (a frame, diffusers) says which
