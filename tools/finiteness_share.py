@@ -12,10 +12,9 @@ import sys
 
 import shared.culprit.guards as guards
 from shared.culprit.diagnose import Diagnosis
-from shared.harness.catalog import load_case
 from shared.harness.overhead import (
-    case_model_call,
     empty_hooks,
+    measured_call,
     model_device,
     replayed_under,
     seconds,
@@ -54,16 +53,9 @@ def diagnosis_with(finite):
 
 
 for name in sys.argv[1:]:
-    case = load_case(name)
-    variant = next(
-        v
-        for v in case.variants
-        if v.expectation.expect == "pass"
-        and not v.requires.cuda
-        and not v.requires.gpus
-        and v.launcher == "python"
-    )
-    module, args, kwargs, autocast = case_model_call(variant.script)
+    variant, module, args, kwargs, autocast = measured_call(name)
+    if module is None:
+        sys.exit(f"{name}: no model called by a passing variant that needs no GPU")
     device = model_device(module, args, kwargs)
     timed = timed_pass(module, device)
     with replayed_under(autocast):

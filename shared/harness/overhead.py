@@ -242,15 +242,20 @@ def empty_hooks():
             handle.remove()
 
 
-def main(case_name: str) -> None:
-    from shared.culprit.diagnose import FULLY_WATCHED_CALLS, Diagnosis
-
+def measured_call(case_name: str) -> tuple:
+    """(variant, module, args, kwargs, autocast): the case's first passing variant that needs no
+    GPU and runs as plain Python, and its model call as timed (module None where there is none)."""
     case = load_case(case_name)
     variant = next((v for v in case.variants if v.expectation.expect == "pass"
                     and not v.requires.cuda and not v.requires.gpus and v.launcher == "python"),
                    None)  # fmt: skip
-    module, args, kwargs, autocast = (case_model_call(variant.script) if variant else
-                                      (None, (), {}, None))  # fmt: skip
+    return variant, *(case_model_call(variant.script) if variant else (None, (), {}, None))
+
+
+def main(case_name: str) -> None:
+    from shared.culprit.diagnose import FULLY_WATCHED_CALLS, Diagnosis
+
+    variant, module, args, kwargs, autocast = measured_call(case_name)
     if module is None:
         print(json.dumps({"case": case_name, "model": None}))
         return
