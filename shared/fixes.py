@@ -3,16 +3,17 @@ print it: ``explain`` (the harness) beside the case it names, the diagnosis of a
 (``shared.culprit``) beside the case that documents the mechanism it found."""
 
 import difflib
+from pathlib import Path
 
 QUOTES = ('"' * 3, "'" * 3)
 
 
-def added_statement(broken: str, fixed: str) -> str:
-    """The first statement of code ``fixed`` adds to ``broken`` (two scripts' texts): no comment,
+def added_statement(broken: Path, fixed: Path) -> str:
+    """The first statement of code the ``fixed`` script adds to the ``broken`` one: no comment,
     import or docstring line; its continuation lines joined (brackets balanced)."""
-    added = [line[1:].strip() for line in difflib.unified_diff(
-        broken.splitlines(), fixed.splitlines(), lineterm="", n=0)
-        if line.startswith("+") and not line.startswith("+++")]  # fmt: skip
+    old, new = (script.read_text(encoding="utf-8").splitlines() for script in (broken, fixed))
+    added = [line[1:].strip() for line in difflib.unified_diff(old, new, lineterm="", n=0)
+             if line.startswith("+") and not line.startswith("+++")]  # fmt: skip
     code = [line for line in added if line and not line.endswith(QUOTES)
             and not line.startswith(("#", "from ", "import ", *QUOTES))]  # fmt: skip
     return first_statement(code)

@@ -678,8 +678,7 @@ def _read_case(case: str) -> dict:
     if not fix and fixing:
         with contextlib.suppress(OSError):
             folder = CASES_DIR / case
-            fix = added_statement((folder / scripts[fixing["fixes"]]).read_text(encoding="utf-8"),
-                                  (folder / fixing["script"]).read_text(encoding="utf-8"))
+            fix = added_statement(folder / scripts[fixing["fixes"]], folder / fixing["script"])
     return {"family": table.get("family"), "fix": fix, "fixed": fixing.get("script", ""),
             "title": table.get("title", ""), "hazard": table.get("hazard")}
 

@@ -37,8 +37,7 @@ def fix_statement(case: Case, broken: str) -> tuple[str, str]:
     if fixed is None:
         return "", ""
     scripts = {v.name: v.script for v in case.variants}
-    return fixed.name, added_statement(scripts[fixed.fixes].read_text(encoding="utf-8"),
-                                       fixed.script.read_text(encoding="utf-8"))
+    return fixed.name, added_statement(scripts[fixed.fixes], fixed.script)
 
 
 def versions_of(case: str, variant: str, matrix_dir: Path = MATRIX_DIR) -> str:
