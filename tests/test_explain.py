@@ -644,10 +644,28 @@ def test_a_nan_rules_out_a_case_whose_symptom_is_no_nan():
     assert "bf16-pure-training" not in nan.candidates, nan
 
 
-def test_diffusers_warning_for_a_float16_pipeline_on_the_cpu_names_the_missing_half_kernels():
+def test_diffusers_warning_for_a_float16_pipeline_on_the_cpu_leads_with_the_missing_half_kernels():
+    """The warning also shows where a node only stashes the pipeline on the CPU to free VRAM
+    (the tuned reports: 3 of 4 its case): the case leads the differential, unclaimed."""
     found = first("Pipelines loaded with `dtype=torch.float16` cannot run with `cpu` device. It is "
                   "not recommended to move them to `cpu` as running them will fail.")  # fmt: skip
-    assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
+    assert (found.kind, found.name) == ("differential", "unsupported-dtype"), found
+    assert found.candidates[0] == "cpu-fp16-kernels", found
+
+
+def test_a_float8_side_of_a_dtype_clash_is_the_quantization_family():
+    """Weights stored in float8 meeting the compute dtype: a quantized storage format cast too
+    late, whatever torch check refuses it; the same clash without float8 stays a dtype mix."""
+    for text in ("RuntimeError: Input type (struct c10::Half) and bias type "
+                 "(struct c10::Float8_e4m3fn) should be the same",
+                 "RuntimeError: mat1 and mat2 must have the same dtype, but got Float and "
+                 "Float8_e4m3fn",
+                 "RuntimeError: Promotion for Float8 Types is not supported, attempted to promote "
+                 "Float and Float8_e5m2"):  # fmt: skip
+        found = first(text)
+        assert found.kind in ("family", "differential") and found.name == "quantization", found
+    found = first("RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Half")
+    assert found.name != "quantization" and found.family == "dtype-mix", found
 
 
 def test_only_a_message_names_a_family_never_the_words_around_an_unknown_error():

@@ -26,6 +26,7 @@ from shared.harness.explain.text import (
     EXCLAIMED,
     EXTENSION_OP,
     FAMILY_MESSAGES,
+    FLOAT8,
     INTEGER_DTYPES,
     MIN_CORRECTABLE,
     NAMES_NOTHING_WHY,
@@ -88,6 +89,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "sd_tools": sorted(SD_TOOLS),
         "sd_versions": sorted(SD_VERSIONS),
         "side_devices": SIDE_DEVICES,
+        "float8": FLOAT8.pattern,  # case-insensitive: a float8 side, the quantization family
         "comfy_banner": COMFY_BANNER.pattern,
         "exclaimed": EXCLAIMED.pattern,
         "exception": EXCEPTION.pattern,  # a pasted exception line

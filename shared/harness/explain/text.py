@@ -124,6 +124,9 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("quantization", r"cannot merge lora layers when the model is loaded in 8-bit", False),
     # diffusers' refusal of any quantized model's cast (bitsandbytes, GGUF, torchao)
     ("quantization", r"casting a quantized model to a new `?dtype`? is unsupported", False),
+    # torch's refusal to promote float8 against another dtype: float8-stored weights meeting the
+    # compute dtype (FLOAT8 below)
+    ("quantization", r"promotion for float8 types is not supported", True),
 )
 # A NaN in training has several mechanisms the words of a description do not separate.
 TRAINING_WORDS = frozenset({"loss", "grad", "grad_norm", "gradient", "gradients", "train",
@@ -358,6 +361,11 @@ TYPE_SIDES = (re.compile(r"input type ?\(([^)]*)\) ?and (?:weight|bias) type ?\(
               )  # fmt: skip
 
 
+# A float8 dtype on one side of a dtype clash: weights stored in float8 (ComfyUI's
+# --fp8_e4m3fn-unet, a trainer's --fp8_base) meeting the compute dtype, the quantization family
+# (a quantized storage format cast too late or not at all), not a plain dtype mix.
+FLOAT8 = re.compile(r"\bfloat8_?e\d", re.IGNORECASE)
+
 SIDE_DEVICES = ("cuda", "mps", "xpu")  # a tensor type naming none of them is a CPU tensor's
 _SIDE_DEVICE = re.compile("|".join(SIDE_DEVICES))
 
@@ -382,13 +390,16 @@ def message_family(line: str) -> tuple[str, bool]:
     """The family a message belongs to and whether it is generic, from torch's own wordings;
     a type message's family from both its sides: devices that differ are a placement clash,
     the same device with two dtypes a dtype clash (a floating one against an integer one, a
-    ByteTensor image fed to half weights, too: no floating class on one side)."""
+    ByteTensor image fed to half weights, too: no floating class on one side), a float8 side
+    the quantization family."""
     low = canonical(line).lower()
     for family, pattern, generic in FAMILY_MESSAGES:
         if re.search(pattern, low):
             sides = operand_sides(low)
             if len(sides) == 2 and sides[0][0] != sides[1][0]:
                 return "device-placement", True
+            if family == "dtype-mix" and FLOAT8.search(low):
+                return "quantization", True
             if len(sides) == 2 and (sides[0][1] or sides[1][1]) and sides[0][1] != sides[1][1]:
                 return "dtype-mix", True
             return family, generic

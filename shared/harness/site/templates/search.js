@@ -49,6 +49,7 @@
     const OTHER_DEVICE = new RegExp(index.other_device, "i");  // a device no case runs on
     const EXTENSION_OP = new RegExp(index.extension_op);  // an extension's own operator called
     const SIDE_DEVICE = new RegExp(index.side_devices.join("|"), "g");  // a tensor type's device
+    const FLOAT8 = new RegExp(index.float8, "i");  // a float8 side: the quantization family
     const WITHOUT_NAN = new Set(index.without_nan);
 
     const cleanLines = (text) => text.split(/\r\n|\r|\n/).map((raw) =>
@@ -190,13 +191,14 @@
     }
 
     // The family of a message, read from both its sides: devices that differ are a placement
-    // clash, one device with two dtypes a dtype clash.
+    // clash, one device with two dtypes a dtype clash, a float8 side the quantization family.
     function messageFamily(line) {
       const low = canonical(line).toLowerCase();
       for (const [family, pattern, generic] of index.family_messages) {
         if (new RegExp(pattern).test(low)) {
           const sides = operandSides(low);
           if (sides.length === 2 && sides[0][0] !== sides[1][0]) return ["device-placement", true];
+          if (family === "dtype-mix" && FLOAT8.test(low)) return ["quantization", true];
           if (sides.length === 2 && (sides[0][1] || sides[1][1]) && sides[0][1] !== sides[1][1]) {
             return ["dtype-mix", true];
           }
