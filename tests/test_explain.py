@@ -653,6 +653,17 @@ def test_diffusers_warning_for_a_float16_pipeline_on_the_cpu_leads_with_the_miss
     assert found.candidates[0] == "cpu-fp16-kernels", found
 
 
+def test_torch_1_0_s_backend_and_dtype_wording_is_read_from_both_sides():
+    """torch 1.0-1.1's binary op check names a backend and a dtype each side: two backends are
+    a placement clash, one backend with two dtypes a dtype clash."""
+    found = first("RuntimeError: expected backend CUDA and dtype Float but got backend CPU and "
+                  "dtype Float")  # fmt: skip
+    assert (found.kind, found.name) == ("family", "device-placement"), found
+    found = first("RuntimeError: expected backend CUDA and dtype Float but got backend CUDA and "
+                  "dtype Byte")  # fmt: skip
+    assert (found.kind, found.name) == ("family", "dtype-mix"), found
+
+
 def test_a_float8_side_of_a_dtype_clash_is_the_quantization_family():
     """Weights stored in float8 meeting the compute dtype: a quantized storage format cast too
     late, whatever torch check refuses it; the same clash without float8 stays a dtype mix."""

@@ -20,6 +20,9 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     # must be read: a side cut by a line's wrap is no family's
     ("dtype-mix", r"expected object of type (?:variable\[)?torch\.[\w.]+tensor\]? but found type "
      r"(?:variable\[)?torch\.[\w.]+tensor", True),
+    # torch 1.0-1.1's binary op check ("expected backend CUDA and dtype Double but got backend
+    # CUDA and dtype Float"): its sides say which (operand_sides)
+    ("dtype-mix", r"expected backend \w+ and dtype \w+ but got backend \w+ and dtype \w+", True),
     # torch 0.2's type check of a module's weight against its input (pytorch#2138's title)
     ("dtype-mix", r"expected (?:double|float|half) tensor \(got (?:double|float|half) tensor\)",
      True),
@@ -358,6 +361,8 @@ TYPE_SIDES = (re.compile(r"input type ?\(([^)]*)\) ?and (?:weight|bias) type ?\(
               # torch 0.4-1.0's legacy type names, the device in the name
               re.compile(r"expected (?:object of )?type (?:variable\[)?(torch\.[\w.]+tensor)\]? "
                          r"but (?:got|found)(?: type)? (?:variable\[)?(torch\.[\w.]+tensor)"),
+              # torch 1.0-1.1: a backend and a dtype each side
+              re.compile(r"expected (backend \w+ and dtype \w+) but got (backend \w+ and dtype \w+)"),
               )  # fmt: skip
 
 
