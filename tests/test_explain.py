@@ -664,6 +664,23 @@ def test_torch_1_0_s_backend_and_dtype_wording_is_read_from_both_sides():
     assert (found.kind, found.name) == ("family", "dtype-mix"), found
 
 
+def test_torch_1_x_conv_check_of_a_cpu_input_leads_with_inputs_device():
+    """A CPU input for CUDA conv weights, in torch 1.x's wording either operand named: the
+    input never moved leads the differential, unclaimed; the reverse (a CPU weight) does not."""
+    for text in ("RuntimeError: Expected object of device type cuda but got device type cpu for "
+                 "argument #1 'self' in call to _thnn_conv2d_forward",
+                 "RuntimeError: Expected object of backend CPU but got backend CUDA for argument "
+                 "#2 'weight'"):  # fmt: skip
+        found = first(text)
+        assert (found.kind, found.name) == ("differential", "device-placement"), found
+        assert found.candidates[:1] == ["inputs-device"], found
+    found = first("RuntimeError: Expected object of backend CUDA but got backend CPU for argument "
+                  "#2 'weight'")  # fmt: skip
+    assert "inputs-device" not in found.candidates and found.name == "device-placement", found
+    found = first("RuntimeError: get_device is not implemented for type torch.LongTensor")
+    assert (found.kind, found.name) == ("family", "device-placement"), found
+
+
 def test_a_float8_side_of_a_dtype_clash_is_the_quantization_family():
     """Weights stored in float8 meeting the compute dtype: a quantized storage format cast too
     late, whatever torch check refuses it; the same clash without float8 stays a dtype mix."""

@@ -20,6 +20,9 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     # must be read: a side cut by a line's wrap is no family's
     ("dtype-mix", r"expected object of type (?:variable\[)?torch\.[\w.]+tensor\]? but found type "
      r"(?:variable\[)?torch\.[\w.]+tensor", True),
+    # torch 0.4's CUDA-only device check met by a CPU tensor (pytorch#7689: CPU ids for a CUDA
+    # EmbeddingBag)
+    ("device-placement", r"get_device is not implemented for type torch\.\w+tensor", True),
     # torch 1.0-1.1's binary op check ("expected backend CUDA and dtype Double but got backend
     # CUDA and dtype Float"): its sides say which (operand_sides)
     ("dtype-mix", r"expected backend \w+ and dtype \w+ but got backend \w+ and dtype \w+", True),
