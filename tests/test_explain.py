@@ -681,6 +681,27 @@ def test_torch_1_x_conv_check_of_a_cpu_input_leads_with_inputs_device():
     assert (found.kind, found.name) == ("family", "device-placement"), found
 
 
+@pytest.mark.parametrize(("description", "case"), [
+    ("Fix gradient clipping when doing gradient accumulation with mixed precision.",
+     "gradscaler-unscale-twice"),
+    ("You should only call scaler.unscale_() in iterations where you step when accumulating "
+     "gradients.", "gradscaler-unscale-twice"),
+    ("When calling Net.to() to move it to a device, its sub-models are not registered as "
+     "nn.Modules, so they stay behind.", "omnilmm"),
+    ("Some datasets might be stored in float64, so the samples are now cast before training.",
+     "float64-input"),
+    ("Also the input tokens weren't getting put on the GPU when the model was run.",
+     "inputs-device"),
+    ("Move the attention mask to the model device, or else there is a device mismatch.",
+     "inputs-device"),
+])
+def test_a_description_in_a_case_s_words_puts_it_among_the_candidates(description, case):
+    """A description saying a case's mechanism in a pull request's words (`describes`): the
+    case is a candidate of the differential, never claimed from words."""
+    found = first(description)
+    assert found.kind != "case" and case in found.candidates, found
+
+
 def test_a_float8_side_of_a_dtype_clash_is_the_quantization_family():
     """Weights stored in float8 meeting the compute dtype: a quantized storage format cast too
     late, whatever torch check refuses it; the same clash without float8 stays a dtype mix."""
