@@ -23,7 +23,7 @@ def first_statement(lines: list[str]) -> str:
     """The first statement of the added code, its continuation lines joined (brackets balanced)."""
     statement, depth = [], 0
     for line in lines:
-        code, _, comment = line.partition("  # ")
+        code = line.partition("  # ")[0]  # a continuation line's comment left out
         statement.append(line if not depth and not statement else code)
         depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
         if depth <= 0:
