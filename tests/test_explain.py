@@ -498,6 +498,18 @@ def test_an_extension_kernel_is_not_torchs_backend():
     assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
 
 
+def test_a_kernel_named_for_the_gpu_is_not_torchs_cpu_backend():
+    """A kernel whose name says GPU (an extension's CUDA op, TorchProteinLibrary#36) refusing
+    Half is no CPU kernel: the family. The same message escaped inside a quoted error (a JSON
+    reply, a repr) is read as pasted plain: the case."""
+    found = first("    _FullAtomModel.Coords2CenterGPU_forward( input_coords, output_center, num_atoms)"
+                  "\nRuntimeError: \"Coords2CenterGPU_forward\" not implemented for 'Half'")
+    assert (found.kind, found.family) == ("family", "unsupported-dtype"), found
+    found = first("requests.exceptions.HTTPError: {'message': "
+                  "'\"LayerNormKernelImpl\" not implemented for \\'Half\\''}")
+    assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
+
+
 def test_other_wordings_of_a_check_are_read():
     """The older flat-parameter wording (declared its usual cause beside a LoRA), NumPy's
     refusal of bfloat16 (bf16-to-numpy's usual cause), and messages only a family documents
@@ -694,12 +706,24 @@ def test_torch_1_x_conv_check_of_a_cpu_input_leads_with_inputs_device():
      "inputs-device"),
     ("Move the attention mask to the model device, or else there is a device mismatch.",
      "inputs-device"),
+    ("`Tensor.cuda()` returns a copy of the tensor on the device, therefore `X.cuda()` needs to "
+     "be `X = X.cuda()`.", "inputs-device"),
+    ("Fix: moving input data to device.", "inputs-device"),
+    ("P.S. the half precision is not supported in the cpu version.", "cpu-fp16-kernels"),
 ])
 def test_a_description_in_a_case_s_words_puts_it_among_the_candidates(description, case):
     """A description saying a case's mechanism in a pull request's words (`describes`): the
     case is a candidate of the differential, never claimed from words."""
     found = first(description)
     assert found.kind != "case" and case in found.candidates, found
+
+
+def test_whispers_fp16_fallback_warning_is_no_cpu_kernel_failure():
+    """Whisper's own warning (it falls back to float32 on the CPU and runs on) says half is not
+    supported on the CPU, but nothing failed: cpu-fp16-kernels is no candidate."""
+    found = first("FP16 not supported on CPU, slow speeds.\nUserWarning: FP16 is not supported on "
+                  "CPU; using FP32 instead")
+    assert "cpu-fp16-kernels" not in [found.name, *found.candidates], found
 
 
 def test_a_float8_side_of_a_dtype_clash_is_the_quantization_family():

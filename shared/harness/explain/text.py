@@ -201,7 +201,9 @@ STOPWORDS = frozenset({"a", "an", "and", "are", "as", "at", "be", "but", "by", "
                        "can", "any", "have", "has", "do", "does", "after", "before"})
 BOX = re.compile(r"[│╭╮╰╯─━┃┏┓┗┛❱╷╵▕▏]")
 PROMPT = re.compile(r"^\s*(?:\[rank\d+\]:|-+>\s*\d*|\d+\s*[│|]|!!! Exception during processing !!!|>+)\s*")
-MARKUP = re.compile(r"\*\*|__|`+")
+# Markdown's emphasis and code marks, and the backslash of a quote escaped inside a quoted
+# message (a JSON or repr of an error: 'not implemented for \'Half\'').
+MARKUP = re.compile(r"\*\*|__|`+|\\(?=['\"])")
 FRAMES = (
     re.compile(r'File "([^"]+)", line \d+, in (\S+)'),  # plain
     re.compile(r"([\w./\\:~-]+\.py):\d+ in (\w+)"),  # rich

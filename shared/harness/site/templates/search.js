@@ -10,7 +10,7 @@
   function makeExplain(index) {
     const BOX = /[│╭╮╰╯─━┃┏┓┗┛❱╷╵▕▏]/g;
     const PROMPT = /^\s*(?:\[rank\d+\]:|-+>\s*\d*|\d+\s*[│|]|!!! Exception during processing !!!|>+)\s*/;
-    const MARKUP = /\*\*|__|`+/g;
+    const MARKUP = /\*\*|__|`+|\\(?=['"])/g;
     const FRAMES = [
       /File "([^"]+)", line \d+, in (\S+)/g,
       /([\w./\\:~-]+\.py):\d+ in (\w+)/g,
