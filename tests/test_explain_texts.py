@@ -109,13 +109,13 @@ def _scores_tool():
 def test_the_tuned_corpus_scores_hold():
     """On the texts explain is tuned on: issue 31's claims right >= 95 %, at most 1 in 30
     uncovered reports claimed; a covered error's case claimed or leading the differential for
-    >= 90 %, claimed for >= 59 % (under the issue's 80 %: a usual cause its reports contradict
+    >= 90 %, claimed for >= 69 % (under the issue's 80 %: a usual cause its reports contradict
     more than 1 in 10 leads, unclaimed: test_a_usual_cause_claims_its_case_only_on_its_record);
     a symptom's case among its candidates for >= 84 % (under the issue's 90 %: descriptions whose
     text names neither model nor part, "upscale fails halfway", "black images on my Mac", or a
     case's mechanism in another library's words, where only the thread decides)."""
     measured, misses = _scores_tool().score(REPORTS, IN_TREE, first_answer)
-    for measure, floor in (("claims right", 0.95), ("covered errors, right case first", 0.59),
+    for measure, floor in (("claims right", 0.95), ("covered errors, right case first", 0.69),
                            ("covered errors, claimed or leading", 0.90),
                            ("symptoms, right case among candidates", 0.84)):  # fmt: skip
         got, of = measured[measure]

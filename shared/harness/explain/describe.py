@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from shared.fixes import added_statement
@@ -10,7 +11,7 @@ from shared.harness.explain.answer import Answer
 from shared.harness.explain.differential import DIAGNOSE
 from shared.harness.explain.frames import affected
 from shared.harness.explain.store import Catalog, family_description, stored_runs
-from shared.harness.explain.text import pasted_versions
+from shared.harness.explain.text import canonical, pasted_versions
 from shared.harness.kinds import REPRODUCED
 from shared.harness.matrix import flip_text, flips
 from shared.harness.paths import MATRIX_DIR
@@ -81,6 +82,12 @@ def describe(found: Answer, catalog: Catalog, text: str, matrix_dir: Path = MATR
         f"  how sure: {found.sureness}" + (f" (the wording {found.where})" if found.where else ""),
         f"  cause ({variant.name}): {cause}",
         f"  fix ({fixed}): {fix}" if fix else "  fix: none declared",
+    ]
+    for other in other_triggers(case, variant.name, found.matched, catalog):
+        other_fixed, other_fix = fix_statement(case, other)
+        lines.append(f"  or ({other}): {variant_note(case, other)}"
+                     + (f"; fix ({other_fixed}): {other_fix}" if other_fix else ""))
+    lines += [
         f"  where: {where}" + (f"; {mine}" if mine else ""),
         f"  upstream: {case.issue}",
         f"  run it: nox -s case-{case.name}",
@@ -88,6 +95,21 @@ def describe(found: Answer, catalog: Catalog, text: str, matrix_dir: Path = MATR
     if found.candidates:
         lines.append("  also documents this message: " + ", ".join(found.candidates))
     return "\n".join(lines)
+
+
+def other_triggers(case: Case, shown: str, line: str, catalog: Catalog) -> list[str]:
+    """The case's other failing variants whose documented message is the pasted one: the same
+    message from another trigger (a meta skeleton moved, a disk layer moved, keys the checkpoint
+    lacks), each with its own fix; the paste does not say which."""
+    if not line:
+        return []
+    plain = canonical(line)
+    found = []
+    for sig in catalog.signatures:
+        if sig.case == case.name and sig.variant not in (shown, *found) and any(
+                re.search(p.replace("`", ""), plain, re.IGNORECASE) for p in sig.patterns):
+            found.append(sig.variant)
+    return found
 
 
 # What differs between a message and the documented one of the same wording, by family.
