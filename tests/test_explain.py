@@ -515,8 +515,9 @@ def test_a_kernel_named_for_the_gpu_is_not_torchs_cpu_backend():
     """A kernel whose name says GPU (an extension's CUDA op, TorchProteinLibrary#36) refusing
     Half is no CPU kernel: the family. The same message escaped inside a quoted error (a JSON
     reply, a repr) is read as pasted plain: the case."""
-    found = first("    _FullAtomModel.Coords2CenterGPU_forward( input_coords, output_center, num_atoms)"
-                  "\nRuntimeError: \"Coords2CenterGPU_forward\" not implemented for 'Half'")
+    found = first("    _FullAtomModel.Coords2CenterGPU_forward( input_coords, output_center, "
+                  "num_atoms)\nRuntimeError: \"Coords2CenterGPU_forward\" not implemented for "
+                  "'Half'")
     assert (found.kind, found.family) == ("family", "unsupported-dtype"), found
     found = first("requests.exceptions.HTTPError: {'message': "
                   "'\"LayerNormKernelImpl\" not implemented for \\'Half\\''}")
