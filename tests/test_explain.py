@@ -724,6 +724,10 @@ def test_torch_1_x_conv_check_of_a_cpu_input_leads_with_inputs_device():
      "be `X = X.cuda()`.", "inputs-device"),
     ("Fix: moving input data to device.", "inputs-device"),
     ("P.S. the half precision is not supported in the cpu version.", "cpu-fp16-kernels"),
+    ("The positions come from torch.arange, and under zero.Init() the position ids are created "
+     "in bfloat16.", "rope-bf16"),
+    ("Clip the constants to the bfloat16 range when running under XLA.",
+     "half-mask-fill-overflow"),
 ])
 def test_a_description_in_a_case_s_words_puts_it_among_the_candidates(description, case):
     """A description saying a case's mechanism in a pull request's words (`describes`): the
