@@ -137,6 +137,9 @@ def test_a_generic_message_names_the_case_that_declares_itself_its_usual_cause()
     """usual_cause_of: torch's message alone, where one case is what nearly always causes it."""
     for text, case in (
         ("`.to` is not supported for `4-bit` or `8-bit` bitsandbytes models", "bnb-quantized-to"),
+        # retold in an issue title, its 8-bit half dropped
+        ("ValueError when quantizing - (.to) is not supported for 4-bit bitsandbytes models",
+         "bnb-quantized-to"),
         # the same check from .half() and .float(), in transformers' older and newer words
         ("ValueError: `.half()` is not supported for `4-bit` or `8-bit` models. Please use the "
          "model as it is, since the model has already been casted to the correct `dtype`.",
