@@ -733,6 +733,8 @@ def test_torch_1_x_conv_check_of_a_cpu_input_leads_with_inputs_device():
      "half-mask-fill-overflow"),
     ("Since the model is on 'cuda', the validation batch must be on the same device.",
      "inputs-device"),
+    ("The collate function forgot to move the pixel_values to the right device.",
+     "inputs-device"),
 ])
 def test_a_description_in_a_case_s_words_puts_it_among_the_candidates(description, case):
     """A description saying a case's mechanism in a pull request's words (`describes`): the
