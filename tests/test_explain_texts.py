@@ -5,7 +5,7 @@
 - `near_miss/<n>.txt`: a real error that is no documented case names no case;
 - `reports.toml`: real reports as users paste them (errors in sentences and titles, symptom
   descriptions, tracebacks of every form), the half explain is tuned on, scored as issue 31
-  asks (tools/explain_scores.py): >= 95 % of its claims right, the right case claimed for >= 59 %
+  asks (tools/explain_scores.py): >= 95 % of its claims right, the right case claimed for >= 69 %
   of covered errors (claimed or leading the differential for >= 90 %), among a symptom's
   candidates for >= 84 %, at most 1 in 30 reports no case documents claimed, at most 1 in 50
   family answers in another family. A report whose case is not in the tree expects its family

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from shared.fixes import added_statement
@@ -10,6 +9,7 @@ from shared.harness.case import FAILURES, Case
 from shared.harness.explain.answer import Answer
 from shared.harness.explain.differential import DIAGNOSE
 from shared.harness.explain.frames import affected
+from shared.harness.explain.messages import says_message
 from shared.harness.explain.store import Catalog, family_description, stored_runs
 from shared.harness.explain.text import canonical, pasted_versions
 from shared.harness.kinds import REPRODUCED
@@ -106,8 +106,8 @@ def other_triggers(case: Case, shown: str, line: str, catalog: Catalog) -> list[
     plain = canonical(line)
     found = []
     for sig in catalog.signatures:
-        if sig.case == case.name and sig.variant not in (shown, *found) and any(
-                re.search(p.replace("`", ""), plain, re.IGNORECASE) for p in sig.patterns):
+        if (sig.case == case.name and sig.variant not in (shown, *found)
+                and says_message(sig, plain)):
             found.append(sig.variant)
     return found
 

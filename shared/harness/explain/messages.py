@@ -54,6 +54,12 @@ def anchor_strength(hit: Hit) -> int:
     return next((len(ANCHORS) - i for i, a in enumerate(ANCHORS) if hit.anchored.startswith(a)), 0)
 
 
+def says_message(sig: Signature, line_c: str) -> bool:
+    """A line (its canonical form) holds one of the signature's documented messages, their
+    backticks dropped as the paste's markdown marks are."""
+    return any(re.search(p.replace("`", ""), line_c, re.IGNORECASE) for p in sig.patterns)
+
+
 def find_hits(text: str, lines: list[str], catalog: Catalog) -> list[Hit]:
     """Each documented signature found in the paste's error lines (error_lines)."""
     frames, words = frames_of(text), set(pasted_words(text))  # read once, not once per hit
@@ -63,7 +69,7 @@ def find_hits(text: str, lines: list[str], catalog: Catalog) -> list[Hit]:
     shapes = [shape(line_c) for line_c in canonical_lines]
     for sig in catalog.signatures:
         for line, line_c, line_shape in zip(lines, canonical_lines, shapes, strict=True):
-            if any(re.search(p.replace("`", ""), line_c, re.IGNORECASE) for p in sig.patterns):
+            if says_message(sig, line_c):
                 how = "message"
             elif any(s and s in line_shape for s in sig.shapes):
                 how = "shape"  # shape() keeps each side's dtype class and device
