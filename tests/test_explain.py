@@ -735,6 +735,11 @@ def test_torch_1_x_conv_check_of_a_cpu_input_leads_with_inputs_device():
      "inputs-device"),
     ("The collate function forgot to move the pixel_values to the right device.",
      "inputs-device"),
+    ("Division with cpu fp16 not supported, so the normalization step fails.",
+     "cpu-fp16-kernels"),
+    ("With the module on GPU and the data on CPU, scoring breaks.", "inputs-device"),
+    ("Metrics kept inside a dictionary on the LightningModule stay on the CPU after .to(device).",
+     "omnilmm"),
 ])
 def test_a_description_in_a_case_s_words_puts_it_among_the_candidates(description, case):
     """A description saying a case's mechanism in a pull request's words (`describes`): the
