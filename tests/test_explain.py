@@ -26,6 +26,7 @@ from shared.harness.explain import (
 )
 from shared.harness.explain.claims import USUAL_CAUSE
 from shared.harness.explain.differential import LEADS_WHY, asks, describes
+from shared.harness.explain.text import pasted_versions
 
 MINICPM_TRACEBACK = """Traceback (most recent call last):
   File "/home/u/MiniCPM-V/finetune/finetune.py", line 301, in <module>
@@ -512,19 +513,54 @@ def test_an_extension_kernel_is_not_torchs_backend():
     assert (found.kind, found.family) == ("family", "unsupported-dtype"), found
     found = first("RuntimeError: \"scatter\" not implemented for 'Half'")  # torch's own: the case
     assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
+    # The extension's CPU code reaching torch's own kernel, which the message names by its
+    # backend (torch 1.x: "... not supported on CPUType for Half"): torch's kernel, the case.
+    found = first("    return torch.ops.my_ext.roi_pool(input, rois, scale)\n"
+                  "RuntimeError: _th_mm not supported on CPUType for Half")
+    assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
+
+
+def test_a_path_through_a_pytorch_folder_names_no_torch_version():
+    """"envs/pytorch/lib/python3.10" is Python's version in a folder's name, not torch 3.10: it
+    contradicts no case's versions, where a pasted torch 2.4 does (the SDPA mask case)."""
+    assert pasted_versions('File "/home/u/envs/pytorch/lib/python3.9/site-packages/x.py"') == {}
+    assert pasted_versions("torch 2.3.1, transformers==4.40") == {
+        "torch": "2.3.1", "transformers": "4.40"}
+    frame = ('  File "/home/u/envs/pytorch/lib/python3.10/site-packages/transformers/models/llama/'
+             'modeling_llama.py", line 611, in forward\n'
+             "    attn_output = torch.nn.functional.scaled_dot_product_attention(\n"
+             "RuntimeError: Expected attn_mask dtype to be bool or to match query dtype, but got "
+             "attn_mask.dtype: float and query.dtype: c10::BFloat16 instead.")
+    assert (first(frame).kind, first(frame).name) == ("case", "cpu-autocast-mha-mask")
+    assert first(frame + "\ntorch==2.4.0").kind == "differential"
 
 
 def test_a_kernel_named_for_the_gpu_is_not_torchs_cpu_backend():
-    """A kernel whose name says GPU (an extension's CUDA op, TorchProteinLibrary#36) refusing
-    Half is no CPU kernel: the family. The same message escaped inside a quoted error (a JSON
+    """A kernel whose name says GPU (an extension's CUDA op, TorchProteinLibrary#36), or an
+    extension's `<op>_forward` entry point (detectron2's ROIAlign_forward), refusing Half is no
+    CPU kernel of torch's: the family. The same message escaped inside a quoted error (a JSON
     reply, a repr) is read as pasted plain: the case."""
     found = first("    _FullAtomModel.Coords2CenterGPU_forward( input_coords, output_center, "
                   "num_atoms)\nRuntimeError: \"Coords2CenterGPU_forward\" not implemented for "
                   "'Half'")
     assert (found.kind, found.family) == ("family", "unsupported-dtype"), found
+    found = first("RuntimeError: \"PSROIPool_forward\" not implemented for 'Half'")
+    assert (found.kind, found.family) == ("family", "unsupported-dtype"), found
     found = first("requests.exceptions.HTTPError: {'message': "
                   "'\"LayerNormKernelImpl\" not implemented for \\'Half\\''}")
     assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
+
+
+def test_an_fft_refusing_half_leads_with_freeu_and_claims_it_only_from_its_raise_site():
+    """torch's FFT dtype check is FreeU's failure inside diffusers' fourier_filter (its raise
+    site: the case), and is also torch's own half FFT missing for a script's bare torch.fft call
+    (pytorch#70664): alone it leads the differential, unclaimed (its record: 2 of 3)."""
+    found = first("    y = torch.fft.rfft2(x)\nRuntimeError: Unsupported dtype Half")
+    assert found.kind == "differential" and found.candidates[:1] == ["freeu-fft"], found
+    found = first('  File "/opt/venv/lib/python3.10/site-packages/diffusers/utils/torch_utils.py", '
+                  "line 121, in fourier_filter\n    x_freq = fftn(x, dim=(-2, -1))\n"
+                  "RuntimeError: Unsupported dtype BFloat16")
+    assert (found.kind, found.name) == ("case", "freeu-fft"), found
 
 
 def test_other_wordings_of_a_check_are_read():

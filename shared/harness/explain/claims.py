@@ -11,7 +11,13 @@ from shared.harness.explain.frames import ends_elsewhere
 from shared.harness.explain.messages import anchor_strength
 from shared.harness.explain.parse import Paste
 from shared.harness.explain.store import Catalog, bm25_scores
-from shared.harness.explain.text import EXTENSION_OP, OTHER_DEVICE, canonical, message_family
+from shared.harness.explain.text import (
+    EXTENSION_OP,
+    OTHER_DEVICE,
+    TORCH_BACKEND,
+    canonical,
+    message_family,
+)
 
 
 def claims(paste: Paste, hits: list[Hit], usual: UsualFound | None,
@@ -65,11 +71,11 @@ def usual_cause_in(paste: Paste, catalog: Catalog) -> UsualFound | None:
     of: its `usual_cause_of` regex found, one of its `named` words in the text where it gives
     some, none of its `unless_named` words. None where a pasted message names another device
     (usual causes are CPU/CUDA mechanisms), where the call that raised is an extension's own
-    operator (its kernels, not torch's), or where the paste ends in another error."""
+    operator (its kernels, not torch's, unless the message names torch's backend), or where the
+    paste ends in another error."""
     if any(OTHER_DEVICE.search(line) and message_family(line)[0] for line in paste.lines):
         return None
-    if EXTENSION_OP.search(paste.text):
-        return None
+    extension = EXTENSION_OP.search(paste.text)
     words = set(paste.query)
     for line in paste.lines:
         plain = canonical(line)
@@ -78,6 +84,8 @@ def usual_cause_in(paste: Paste, catalog: Catalog) -> UsualFound | None:
                 if re.search(usual.pattern, plain, re.IGNORECASE) and (
                         not usual.named or set(usual.named) & words) and not (
                         set(usual.unless_named) & words):  # fmt: skip
+                    if extension and not TORCH_BACKEND.search(line):
+                        return None
                     found = UsualFound(name, usual, line)
                     return None if ends_elsewhere(paste, line, catalog) else found
     return None

@@ -47,6 +47,7 @@ from shared.harness.explain.text import (
     STOPWORDS,
     SYMPTOM_MIN_SCORE,
     SYNONYMS,
+    TORCH_BACKEND,
     TRAINING_NAN_WHY,
     TRAINING_WORDS,
     TYPE_SIDES,
@@ -121,6 +122,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "warning_site": WARNING_SITE.pattern,
         "other_device": OTHER_DEVICE.pattern,  # case-insensitive
         "extension_op": EXTENSION_OP.pattern,
+        "torch_backend": TORCH_BACKEND.pattern,
         "dtype_words": sorted(DTYPE_WORDS),
         "case_docs": {k: sorted(set(v)) for k, v in catalog.case_docs.items()},
         "case_bm25": bm25_table(catalog.case_docs),

@@ -431,6 +431,9 @@ OTHER_DEVICE = re.compile(r"['\"](mps|xpu|npu|hpu)(?::\d+)?['\"]|\b(mps|xpu|npu|
 # ("torch.ops.torch_scatter.scatter_max(...)"): its kernels are the extension's, not the torch
 # CPU or CUDA backend a usual cause names.
 EXTENSION_OP = re.compile(r"\btorch\.ops\.(?!aten\.|prims\.)\w+\.\w+")
+# A message naming torch's own backend (torch 1.x's legacy dispatch: "_th_addmm_ not supported on
+# CPUType for Half"): the kernel that refused is torch's, whichever extension called it.
+TORCH_BACKEND = re.compile(r"\b(?:CPU|CUDA)Type\b")
 # Where Python's warnings module says a warning was issued: "path:line: SomeWarning: message".
 WARNING_SITE = re.compile(r"^(?:[A-Za-z]:)?([^\s:]+\.py):\d+: \w*Warning:")
 
@@ -467,8 +470,10 @@ def innermost_library_frame(text: str) -> str:
     return ""
 
 
+# A library's name, then its version within a few characters on the line; never across a path
+# separator ("venvs/pytorch/lib/python3.8" names Python's version, not torch's).
 PASTED_VERSION = re.compile(
-    r"\b(torch|pytorch|transformers|diffusers|peft|accelerate|bitsandbytes)\b[^\n\d]{0,12}?"
+    r"\b(torch|pytorch|transformers|diffusers|peft|accelerate|bitsandbytes)\b[^\n\d/\\]{0,12}?"
     r"v?(\d+\.\d+(?:\.\d+)?)", re.IGNORECASE)  # fmt: skip
 
 

@@ -48,6 +48,7 @@
     const WARNING_SITE = new RegExp(index.warning_site);
     const OTHER_DEVICE = new RegExp(index.other_device, "i");  // a device no case runs on
     const EXTENSION_OP = new RegExp(index.extension_op);  // an extension's own operator called
+    const TORCH_BACKEND = new RegExp(index.torch_backend);  // a message naming torch's backend
     const SIDE_DEVICE = new RegExp(index.side_devices.join("|"), "g");  // a tensor type's device
     const FLOAT8 = new RegExp(index.float8, "i");  // a float8 side: the quantization family
     const WITHOUT_NAN = new Set(index.without_nan);
@@ -326,10 +327,11 @@
     // The first pasted line holding a generic message a case declares itself the usual cause
     // of ({case, variant, decides, line}), or null; none where a pasted message names another
     // device (usual causes are CPU/CUDA mechanisms), where the call that raised is an
-    // extension's own operator (its kernels, not torch's), or the paste ends in another error.
+    // extension's own operator (its kernels, not torch's, unless the message names torch's
+    // backend), or the paste ends in another error.
     function usualCauseIn(paste) {
       if (paste.lines.some((line) => OTHER_DEVICE.test(line) && messageFamily(line)[0])) return null;
-      if (EXTENSION_OP.test(paste.text)) return null;
+      const extension = EXTENSION_OP.test(paste.text);
       const words = new Set(paste.query);
       for (const line of paste.lines) {
         const lineC = canonical(line);
@@ -338,6 +340,7 @@
             if (message.test(lineC) &&
                 (!named.length || named.some((w) => words.has(w))) &&
                 !unlessNamed.some((w) => words.has(w))) {
+              if (extension && !TORCH_BACKEND.test(line)) return null;
               return endsElsewhere(paste, line) ? null : { case: name, variant, decides, line };
             }
           }
