@@ -520,6 +520,16 @@ def test_an_extension_kernel_is_not_torchs_backend():
     assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
 
 
+def test_a_missing_half_kernel_on_another_accelerator_is_not_torchs_cpu_backend():
+    """A kernel refusing Half where the paste names another accelerator's backend (Intel's XPU
+    op library, Apple's MPS) is that backend's gap: the family; named on the CPU: the case."""
+    message = "RuntimeError: \"replication_pad1d\" not implemented for 'Half'"
+    found = first("float16 inference on the xpu device fails:\n" + message)
+    assert (found.kind, found.family) == ("family", "unsupported-dtype"), found
+    found = first("float16 inference on the cpu (the xpu was busy) fails:\n" + message)
+    assert (found.kind, found.name) == ("case", "cpu-fp16-kernels"), found
+
+
 def test_a_path_through_a_pytorch_folder_names_no_torch_version():
     """"envs/pytorch/lib/python3.10" is Python's version in a folder's name, not torch 3.10: it
     contradicts no case's versions, where a pasted torch 2.4 does (the SDPA mask case)."""
