@@ -175,6 +175,9 @@ def test_a_usual_cause_with_other_common_causes_leads_the_differential_unclaimed
          "float64-input", "dtype-mix"),
         ("RuntimeError: expected scalar type Float but found Double", "float64-input",
          "dtype-mix"),
+        # torch 0.4's tensor-type wording of the same check
+        ("RuntimeError: Expected object of type torch.cuda.FloatTensor but found type "
+         "torch.cuda.DoubleTensor for argument #2 'mat2'", "float64-input", "dtype-mix"),
         ("inference with my LoRA: RuntimeError: expected scalar type Half but found Float",
          "lora-adapter-dtype", "dtype-mix"),
         ("RuntimeError: Index put requires the source and destination dtypes match, got Half "
@@ -261,16 +264,26 @@ def test_either_direction_of_the_embedding_lookup_leads_with_inputs_device_uncla
 
 
 def test_generates_warning_names_the_variant_of_its_direction():
+    """generate's warning decides inputs-device (CPU ids, a CUDA model), also above the device
+    check it led to; the reverse (a model never moved, or one its loader partly offloaded to the
+    CPU: textgen#787) leads with its variant, unclaimed."""
     warning = ("UserWarning: You are calling .generate() with the `input_ids` being on a device "
                "type different than your model's device. `input_ids` is on cpu, whereas the "
                "model is on cuda. You may experience unexpected behaviors or slower generation.")
     found = first(warning)
     assert (found.kind, found.name) == ("case", "inputs-device"), found
+    check = ("RuntimeError: Expected all tensors to be on the same device, but got index is on "
+             "cpu, different from other tensors on cuda:0 (when checking argument in method "
+             "wrapper_CUDA__index_select)")
+    found = first(check)  # the device check alone leads, unclaimed
+    assert (found.kind, found.candidates[:1]) == ("differential", ["inputs-device"]), found
+    found = first(check + "\n" + warning)
+    assert (found.kind, found.name) == ("case", "inputs-device"), found
     reverse = warning.replace("is on cpu, whereas the model is on cuda",
                               "is on cuda, whereas the model is on cpu")  # fmt: skip
     found = first(reverse)  # the model left on the CPU: not inputs left there
-    assert (found.kind, found.name, found.variant) == (
-        "case", "inputs-device", "broken_model_not_moved"), found
+    assert (found.kind, found.candidates[:1], found.variant) == (
+        "differential", ["inputs-device"], "broken_model_not_moved"), found
 
 
 def test_a_cpu_mat2_of_a_cuda_matmul_leads_with_inputs_device_unclaimed():
@@ -284,9 +297,10 @@ def test_a_cpu_mat2_of_a_cuda_matmul_leads_with_inputs_device_unclaimed():
     assert found.sureness == LEADS_WHY, found
 
 
-def test_the_logits_processor_text_leads_with_inputs_device():
-    """isin's CPU test_elements (a logits processor built by hand) is one wording of the device
-    check inputs-device leads for, unclaimed."""
+def test_a_cpu_test_elements_or_loss_target_leads_with_inputs_device():
+    """isin's CPU test_elements (a logits processor built by hand), and a loss's CPU target (the
+    labels) for CUDA predictions, are wordings of the device check inputs-device leads for,
+    unclaimed."""
     for text in (
         "Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
         "and cpu! (when checking argument for argument test_elements in method "
@@ -294,6 +308,12 @@ def test_the_logits_processor_text_leads_with_inputs_device():
         "Expected all tensors to be on the same device, but got test_elements is on cpu, "
         "different from other tensors on cuda:0 (when checking argument in method "
         "wrapper_CUDA_isin_Tensor_Tensor)",
+        "Expected all tensors to be on the same device, but found at least two devices, cuda:1 "
+        "and cpu! (when checking argument for argument target in method "
+        "wrapper_CUDA_nll_loss2d_forward)",
+        "Expected all tensors to be on the same device, but got target is on cpu, different "
+        "from other tensors on cuda:0 (when checking argument in method "
+        "wrapper_CUDA_nll_loss_forward)",
     ):
         found = first(text)
         assert (found.kind, found.name, found.candidates[:1]) == (
@@ -802,19 +822,25 @@ def test_whispers_fp16_fallback_warning_is_no_cpu_kernel_failure():
     assert "cpu-fp16-kernels" not in [found.name, *found.candidates], found
 
 
-def test_a_float8_side_of_a_dtype_clash_is_the_quantization_family():
-    """Weights stored in float8 meeting the compute dtype: a quantized storage format cast too
-    late, whatever torch check refuses it; the same clash without float8 stays a dtype mix."""
+def test_a_quantized_side_of_a_dtype_clash_is_the_quantization_family():
+    """Weights stored in float8, or a matmul's weight (mat2) in an 8-bit integer dtype (int8 or
+    packed 4-bit uint8), meeting the compute dtype: a quantized storage format cast too late,
+    whatever torch check refuses it; the same clash without them, or an 8-bit input for float
+    weights (a uint8 image), stays a dtype mix."""
     for text in ("RuntimeError: Input type (struct c10::Half) and bias type "
                  "(struct c10::Float8_e4m3fn) should be the same",
                  "RuntimeError: mat1 and mat2 must have the same dtype, but got Float and "
                  "Float8_e4m3fn",
                  "RuntimeError: Promotion for Float8 Types is not supported, attempted to promote "
-                 "Float and Float8_e5m2"):  # fmt: skip
+                 "Float and Float8_e5m2",
+                 "RuntimeError: self and mat2 must have the same dtype, but got Half and Byte",
+                 "RuntimeError: mat1 and mat2 must have the same dtype, but got BFloat16 and Char"):
         found = first(text)
         assert found.kind in ("family", "differential") and found.name == "quantization", found
-    found = first("RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Half")
-    assert found.name != "quantization" and found.family == "dtype-mix", found
+    for text in ("RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Half",
+                 "RuntimeError: Input type (Byte) and weight type (Float) should be the same"):
+        found = first(text)
+        assert found.name != "quantization" and found.family == "dtype-mix", found
 
 
 def test_only_a_message_names_a_family_never_the_words_around_an_unknown_error():

@@ -69,25 +69,32 @@ class UsualFound:
 def usual_cause_in(paste: Paste, catalog: Catalog) -> UsualFound | None:
     """The first pasted line holding a generic message a case declares itself the usual cause
     of: its `usual_cause_of` regex found, one of its `named` words in the text where it gives
-    some, none of its `unless_named` words. None where a pasted message names another device
-    (usual causes are CPU/CUDA mechanisms), where the call that raised is an extension's own
-    operator (its kernels, not torch's, unless the message names torch's backend), or where the
-    paste ends in another error."""
+    some, none of its `unless_named` words; where that declaration does not decide, a later line
+    whose declaration of the same case does (generate's own warning beside the device check it
+    led to). None where a pasted message names another device (usual causes are CPU/CUDA
+    mechanisms), where the call that raised is an extension's own operator (its kernels, not
+    torch's, unless the message names torch's backend), or where the paste ends in another
+    error."""
     if any(OTHER_DEVICE.search(line) and message_family(line)[0] for line in paste.lines):
         return None
-    extension = EXTENSION_OP.search(paste.text)
     words = set(paste.query)
-    for line in paste.lines:
-        plain = canonical(line)
-        for name, case in sorted(catalog.cases.items()):
-            for usual in case.usual_cause_of:
-                if re.search(usual.pattern, plain, re.IGNORECASE) and (
-                        not usual.named or set(usual.named) & words) and not (
-                        set(usual.unless_named) & words):  # fmt: skip
-                    if extension and not TORCH_BACKEND.search(line):
-                        return None
-                    found = UsualFound(name, usual, line)
-                    return None if ends_elsewhere(paste, line, catalog) else found
+    found = [f for f in (_usual_cause_of_line(line, words, catalog) for line in paste.lines) if f]
+    if not found:
+        return None
+    first = next((f for f in found if f.case == found[0].case and f.cause.decides), found[0])
+    if EXTENSION_OP.search(paste.text) and not TORCH_BACKEND.search(first.line):
+        return None
+    return None if ends_elsewhere(paste, first.line, catalog) else first
+
+
+def _usual_cause_of_line(line: str, words: set[str], catalog: Catalog) -> UsualFound | None:
+    plain = canonical(line)
+    for name, case in sorted(catalog.cases.items()):
+        for usual in case.usual_cause_of:
+            if re.search(usual.pattern, plain, re.IGNORECASE) and (
+                    not usual.named or set(usual.named) & words) and not (
+                    set(usual.unless_named) & words):  # fmt: skip
+                return UsualFound(name, usual, line)
     return None
 
 

@@ -26,7 +26,6 @@ from shared.harness.explain.text import (
     EXCLAIMED,
     EXTENSION_OP,
     FAMILY_MESSAGES,
-    FLOAT8,
     INTEGER_DTYPES,
     MIN_CORRECTABLE,
     NAMES_NOTHING_WHY,
@@ -34,6 +33,7 @@ from shared.harness.explain.text import (
     OTHER_DEVICE,
     PASTED_VERSION,
     QUANTIZED_BASE,
+    QUANTIZED_SIDE,
     QUANTIZED_WHY,
     RAISE_LINE,
     SD1,
@@ -90,7 +90,7 @@ def catalog_index(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> str:
         "sd_tools": sorted(SD_TOOLS),
         "sd_versions": sorted(SD_VERSIONS),
         "side_devices": SIDE_DEVICES,
-        "float8": FLOAT8.pattern,  # case-insensitive: a float8 side, the quantization family
+        "quantized_side": QUANTIZED_SIDE.pattern,  # case-insensitive: the quantization family
         "comfy_banner": COMFY_BANNER.pattern,
         "exclaimed": EXCLAIMED.pattern,
         "exception": EXCEPTION.pattern,  # a pasted exception line

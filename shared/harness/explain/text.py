@@ -131,7 +131,7 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     # diffusers' refusal of any quantized model's cast (bitsandbytes, GGUF, torchao)
     ("quantization", r"casting a quantized model to a new `?dtype`? is unsupported", False),
     # torch's refusal to promote float8 against another dtype: float8-stored weights meeting the
-    # compute dtype (FLOAT8 below)
+    # compute dtype (QUANTIZED_SIDE below)
     ("quantization", r"promotion for float8 types is not supported", True),
 )
 # A NaN in training has several mechanisms the words of a description do not separate.
@@ -371,10 +371,14 @@ TYPE_SIDES = (re.compile(r"input type ?\(([^)]*)\) ?and (?:weight|bias) type ?\(
               )  # fmt: skip
 
 
-# A float8 dtype on one side of a dtype clash: weights stored in float8 (ComfyUI's
-# --fp8_e4m3fn-unet, a trainer's --fp8_base) meeting the compute dtype, the quantization family
-# (a quantized storage format cast too late or not at all), not a plain dtype mix.
-FLOAT8 = re.compile(r"\bfloat8_?e\d", re.IGNORECASE)
+# A quantized storage dtype on one side of a dtype clash, the quantization family (a quantized
+# format cast too late or not at all), not a plain dtype mix: a float8 side (ComfyUI's
+# --fp8_e4m3fn-unet, a trainer's --fp8_base), or a matmul's weight operand (mat2) in an 8-bit
+# integer dtype (bitsandbytes' int8 or packed uint8 4-bit weights reaching a plain matmul). An
+# 8-bit input (a uint8 image for float weights) stays a dtype mix.
+QUANTIZED_SIDE = re.compile(
+    r"\bfloat8_?e\d|\bmat2 must have the same dtype, but got \w+ and (?:byte|char)\b",
+    re.IGNORECASE)
 
 SIDE_DEVICES = ("cuda", "mps", "xpu")  # a tensor type naming none of them is a CPU tensor's
 _SIDE_DEVICE = re.compile("|".join(SIDE_DEVICES))
@@ -400,15 +404,15 @@ def message_family(line: str) -> tuple[str, bool]:
     """The family a message belongs to and whether it is generic, from torch's own wordings;
     a type message's family from both its sides: devices that differ are a placement clash,
     the same device with two dtypes a dtype clash (a floating one against an integer one, a
-    ByteTensor image fed to half weights, too: no floating class on one side), a float8 side
-    the quantization family."""
+    ByteTensor image fed to half weights, too: no floating class on one side), a quantized
+    side (float8, or an 8-bit integer matmul weight) the quantization family."""
     low = canonical(line).lower()
     for family, pattern, generic in FAMILY_MESSAGES:
         if re.search(pattern, low):
             sides = operand_sides(low)
             if len(sides) == 2 and sides[0][0] != sides[1][0]:
                 return "device-placement", True
-            if family == "dtype-mix" and FLOAT8.search(low):
+            if family == "dtype-mix" and QUANTIZED_SIDE.search(low):
                 return "quantization", True
             if len(sides) == 2 and (sides[0][1] or sides[1][1]) and sides[0][1] != sides[1][1]:
                 return "dtype-mix", True

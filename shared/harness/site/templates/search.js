@@ -50,7 +50,7 @@
     const EXTENSION_OP = new RegExp(index.extension_op);  // an extension's own operator called
     const TORCH_BACKEND = new RegExp(index.torch_backend);  // a message naming torch's backend
     const SIDE_DEVICE = new RegExp(index.side_devices.join("|"), "g");  // a tensor type's device
-    const FLOAT8 = new RegExp(index.float8, "i");  // a float8 side: the quantization family
+    const QUANTIZED_SIDE = new RegExp(index.quantized_side, "i");  // the quantization family
     const WITHOUT_NAN = new Set(index.without_nan);
 
     const cleanLines = (text) => text.split(/\r\n|\r|\n/).map((raw) =>
@@ -192,14 +192,15 @@
     }
 
     // The family of a message, read from both its sides: devices that differ are a placement
-    // clash, one device with two dtypes a dtype clash, a float8 side the quantization family.
+    // clash, one device with two dtypes a dtype clash, a quantized side (float8, an 8-bit
+    // integer matmul weight) the quantization family.
     function messageFamily(line) {
       const low = canonical(line).toLowerCase();
       for (const [family, pattern, generic] of index.family_messages) {
         if (new RegExp(pattern).test(low)) {
           const sides = operandSides(low);
           if (sides.length === 2 && sides[0][0] !== sides[1][0]) return ["device-placement", true];
-          if (family === "dtype-mix" && FLOAT8.test(low)) return ["quantization", true];
+          if (family === "dtype-mix" && QUANTIZED_SIDE.test(low)) return ["quantization", true];
           if (sides.length === 2 && (sides[0][1] || sides[1][1]) && sides[0][1] !== sides[1][1]) {
             return ["dtype-mix", true];
           }
@@ -325,24 +326,30 @@
       index.usual_causes[name].map(([message, ...rest]) => [new RegExp(message, "i"), ...rest])]);
 
     // The first pasted line holding a generic message a case declares itself the usual cause
-    // of ({case, variant, decides, line}), or null; none where a pasted message names another
-    // device (usual causes are CPU/CUDA mechanisms), where the call that raised is an
-    // extension's own operator (its kernels, not torch's, unless the message names torch's
-    // backend), or the paste ends in another error.
+    // of ({case, variant, decides, line}), or null; where that declaration does not decide, a
+    // later line whose declaration of the same case does (generate's own warning beside the
+    // device check it led to). None where a pasted message names another device (usual causes
+    // are CPU/CUDA mechanisms), where the call that raised is an extension's own operator (its
+    // kernels, not torch's, unless the message names torch's backend), or the paste ends in
+    // another error.
     function usualCauseIn(paste) {
       if (paste.lines.some((line) => OTHER_DEVICE.test(line) && messageFamily(line)[0])) return null;
-      const extension = EXTENSION_OP.test(paste.text);
       const words = new Set(paste.query);
-      for (const line of paste.lines) {
-        const lineC = canonical(line);
-        for (const [name, declared] of USUAL_CAUSES) {
-          for (const [message, named, unlessNamed, variant, decides] of declared) {
-            if (message.test(lineC) &&
-                (!named.length || named.some((w) => words.has(w))) &&
-                !unlessNamed.some((w) => words.has(w))) {
-              if (extension && !TORCH_BACKEND.test(line)) return null;
-              return endsElsewhere(paste, line) ? null : { case: name, variant, decides, line };
-            }
+      const found = paste.lines.map((line) => usualCauseOfLine(line, words)).filter(Boolean);
+      if (!found.length) return null;
+      const first = found.find((f) => f.case === found[0].case && f.decides) || found[0];
+      if (EXTENSION_OP.test(paste.text) && !TORCH_BACKEND.test(first.line)) return null;
+      return endsElsewhere(paste, first.line) ? null : first;
+    }
+
+    function usualCauseOfLine(line, words) {
+      const lineC = canonical(line);
+      for (const [name, declared] of USUAL_CAUSES) {
+        for (const [message, named, unlessNamed, variant, decides] of declared) {
+          if (message.test(lineC) &&
+              (!named.length || named.some((w) => words.has(w))) &&
+              !unlessNamed.some((w) => words.has(w))) {
+            return { case: name, variant, decides, line };
           }
         }
       }
