@@ -81,10 +81,10 @@ def usual_cause_in(paste: Paste, catalog: Catalog) -> UsualFound | None:
     found = [f for f in (_usual_cause_of_line(line, words, catalog) for line in paste.lines) if f]
     if not found:
         return None
-    first = next((f for f in found if f.case == found[0].case and f.cause.decides), found[0])
-    if EXTENSION_OP.search(paste.text) and not TORCH_BACKEND.search(first.line):
+    chosen = next((f for f in found if f.case == found[0].case and f.cause.decides), found[0])
+    if EXTENSION_OP.search(paste.text) and not TORCH_BACKEND.search(chosen.line):
         return None
-    return None if ends_elsewhere(paste, first.line, catalog) else first
+    return None if ends_elsewhere(paste, chosen.line, catalog) else chosen
 
 
 def _usual_cause_of_line(line: str, words: set[str], catalog: Catalog) -> UsualFound | None:

@@ -337,9 +337,9 @@
       const words = new Set(paste.query);
       const found = paste.lines.map((line) => usualCauseOfLine(line, words)).filter(Boolean);
       if (!found.length) return null;
-      const first = found.find((f) => f.case === found[0].case && f.decides) || found[0];
-      if (EXTENSION_OP.test(paste.text) && !TORCH_BACKEND.test(first.line)) return null;
-      return endsElsewhere(paste, first.line) ? null : first;
+      const chosen = found.find((f) => f.case === found[0].case && f.decides) || found[0];
+      if (EXTENSION_OP.test(paste.text) && !TORCH_BACKEND.test(chosen.line)) return null;
+      return endsElsewhere(paste, chosen.line) ? null : chosen;
     }
 
     function usualCauseOfLine(line, words) {
