@@ -843,6 +843,22 @@ def test_a_quantized_side_of_a_dtype_clash_is_the_quantization_family():
         assert found.name != "quantization" and found.family == "dtype-mix", found
 
 
+def test_a_float_only_accessor_refusing_half_is_a_missing_kernel_not_a_dtype_mix():
+    """torch 1.x's data<float> / data_ptr<float> accessor says where a kernel (an extension's,
+    such as DCN's) reads its tensors as float only: a half tensor there has no kernel (the
+    unsupported-dtype family); float64 there is float64 data meeting a float path, still a dtype
+    mix, as is the same message without the accessor."""
+    for accessor in ("data", "data_ptr"):
+        found = first("RuntimeError: expected scalar type Float but found Half "
+                      f"({accessor}<float> at /opt/torch/include/ATen/core/TensorMethods.h:1821)")
+        assert found.kind == "family" and found.name == "unsupported-dtype", found
+    for text in ("RuntimeError: expected scalar type Float but found Double(data<float> at "
+                 "/usr/lib/torch/include/ATen/core/TensorMethods.h:1386)",
+                 "RuntimeError: expected scalar type Float but found Half"):
+        found = first(text)
+        assert found.family == "dtype-mix", found
+
+
 def test_only_a_message_names_a_family_never_the_words_around_an_unknown_error():
     """An error no documented message and no family's message matches, however its words lean
     (black images, fp16): no family; the message a family knows: that family."""

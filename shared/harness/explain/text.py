@@ -11,6 +11,10 @@ from shared.harness.libraries import VERSIONED_PACKAGES
 FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("dtype-mix", r"(?:mat1|self) and mat2 must have the same dtype", True),
     ("dtype-mix", r"expected (?:mat1|m1) and (?:mat2|m2) to have the same dtype", True),
+    # an extension's kernel that reads its tensors as float only (torch 1.x's data<float> or
+    # data_ptr<float> accessor, with where it checked): a half tensor has no kernel there
+    ("unsupported-dtype",
+     r"expected scalar type float but found (?:half|bfloat16) ?\(data(?:_ptr)?<float>", True),
     ("dtype-mix", r"expected scalar type \w+ but found \w+", True),
     ("dtype-mix", r"expected object of scalar type \w+ but got scalar type \w+", True),  # torch 1.x
     ("dtype-mix", r"expected type torch\.(?:cuda\.)?\w+tensor but got torch\.(?:cuda\.)?\w+tensor",
