@@ -668,6 +668,30 @@ def test_a_diagnose_overhead_that_cannot_be_measured_is_an_error(tmp_path, capsy
         capsys.readouterr().out)
 
 
+def test_the_diagnose_overhead_target_is_met_only_when_every_model_meets_it(tmp_path, capsys):
+    """The summary's verdict is the issue's target, at most 1.5x on every model measured: a
+    median under it with one model over it is MISSED, and that model is named."""
+    from shared.harness.benchmark import diagnose_figures
+
+    python = tmp_path / "python"
+    figures = {"quick": 1.2, "slow": 1.7, "middling": 1.3}
+    python.write_text("#!/bin/sh\ncase \"$3\" in\n" + "".join(
+        f"  {name}) echo '{{\"model\": \"M\", \"device\": \"cpu\", \"fully_watched_calls\": 3, "
+        f"\"bare_s\": 1.0, \"diagnosed_s\": {ratio}, \"every_call_s\": 2.0, "
+        f"\"call_through_s\": 1.3, \"hooks_only_s\": 1.1, \"batch\": 1, "
+        f"\"batched_bare_s\": null, \"batched_diagnosed_s\": null}}' ;;\n"
+        for name, ratio in figures.items()) + "esac\n")
+    python.chmod(0o755)
+    diagnose_figures(list(figures), python)
+    said = capsys.readouterr().out
+    assert ("median 1.30, worst 1.70 (target <= 1.5 on every model: MISSED; over it: 1 of 3: "
+            "slow)") in said
+    figures["slow"] = 1.4
+    python.write_text(python.read_text().replace('"diagnosed_s": 1.7', '"diagnosed_s": 1.4'))
+    diagnose_figures(list(figures), python)
+    assert "(target <= 1.5 on every model: met; over it: 0 of 3)" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("argv", "environment", "says"),
     [

@@ -285,11 +285,12 @@ def diagnose_figures(names: list[str], python: Path) -> None:
         median = statistics.median(ratios)
         over = sorted(name for name, ratio in zip(measured, ratios, strict=True)
                       if ratio > DIAGNOSE_RATIO)  # fmt: skip
-        verdict = "met" if median <= DIAGNOSE_RATIO else "MISSED"
+        # The target holds for every model measured, not for the median alone.
+        verdict = "MISSED" if over else "met"
         print(f"ratio: a pass after the model's first {fully_watched} calls: median "
-              f"{median:.2f} (target <= {DIAGNOSE_RATIO:g}: {verdict}), "
-              f"worst {max(ratios):.2f}; over {DIAGNOSE_RATIO:g}: {len(over)} of {len(ratios)}"
-              f"{': ' + ', '.join(over) if over else ''}")  # fmt: skip
+              f"{median:.2f}, worst {max(ratios):.2f} (target <= {DIAGNOSE_RATIO:g} on every "
+              f"model: {verdict}; over it: {len(over)} of {len(ratios)}"
+              f"{': ' + ', '.join(over) if over else ''})")  # fmt: skip
         print(f"hooks: the pass under a global pre-hook and forward hook that do nothing "
               f"(torch's slow call path and a Python call per hook, before any check): median "
               f"{statistics.median(hooks):.2f}, worst {max(hooks):.2f}")  # fmt: skip
