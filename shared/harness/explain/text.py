@@ -115,6 +115,9 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     # before Ampere: "Feature 'cvt.bf16.f32' requires .target sm_80 or higher"
     ("hardware", r"feature '[^']*bf16[^']*' requires \.target sm_\d+", False),
     ("hardware", r"(?:fp16|bf16) mixed precision requires a gpu", False),
+    # accelerate's bf16 refusal: a GPU torch says lacks bfloat16, or Apple's MPS before its autocast
+    # (accelerate#3064), which a paste need not name
+    ("hardware", r"bf16 mixed precision requires pytorch >= 1\.10 and a supported device", True),
     # torch's own, mixed precision asked where torch sees no CUDA: they disable themselves
     ("hardware", r"gradscaler is enabled, but cuda is not available", True),
     ("hardware", r"user provided device_type of 'cuda', but cuda is not available", True),
