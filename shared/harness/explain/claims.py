@@ -78,10 +78,13 @@ def usual_cause_in(paste: Paste, catalog: Catalog) -> UsualFound | None:
     if any(OTHER_DEVICE.search(line) and message_family(line)[0] for line in paste.lines):
         return None
     words = set(paste.query)
-    found = [f for f in (_usual_cause_of_line(line, words, catalog) for line in paste.lines) if f]
-    if not found:
+    # lazily: later lines are read only while the first one found does not decide
+    found = (f for f in (_usual_cause_of_line(line, words, catalog) for line in paste.lines) if f)
+    first = next(found, None)
+    if first is None:
         return None
-    chosen = next((f for f in found if f.case == found[0].case and f.cause.decides), found[0])
+    chosen = first if first.cause.decides else next(
+        (f for f in found if f.case == first.case and f.cause.decides), first)
     if EXTENSION_OP.search(paste.text) and not TORCH_BACKEND.search(chosen.line):
         return None
     return None if ends_elsewhere(paste, chosen.line, catalog) else chosen

@@ -335,9 +335,17 @@
     function usualCauseIn(paste) {
       if (paste.lines.some((line) => OTHER_DEVICE.test(line) && messageFamily(line)[0])) return null;
       const words = new Set(paste.query);
-      const found = paste.lines.map((line) => usualCauseOfLine(line, words)).filter(Boolean);
-      if (!found.length) return null;
-      const chosen = found.find((f) => f.case === found[0].case && f.decides) || found[0];
+      // later lines are read only while the first one found does not decide
+      let first = null;
+      let chosen = null;
+      for (const line of paste.lines) {
+        const found = usualCauseOfLine(line, words);
+        if (!found) continue;
+        if (!first) first = found;
+        if (found.case === first.case && found.decides) { chosen = found; break; }
+      }
+      if (!first) return null;
+      chosen = chosen || first;
       if (EXTENSION_OP.test(paste.text) && !TORCH_BACKEND.test(chosen.line)) return null;
       return endsElsewhere(paste, chosen.line) ? null : chosen;
     }
