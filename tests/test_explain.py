@@ -486,6 +486,18 @@ def test_stable_diffusion_1_named_implies_no_sdxl():
         assert found.kind != "case", (model, found)
 
 
+def test_stable_diffusion_2_named_by_its_checkpoint_or_config_is_sd2():
+    """SD 2.x named only by its files (v2-1_768-ema-pruned.ckpt, 512-base-ema.ckpt,
+    v2-inference-v.yaml), as "SD 2.1" names it: its attention overflow is among the
+    candidates for a black image; SD 1.x's config names no SD 2.x."""
+    for named in ("the v2-1_768-ema-pruned.ckpt model", "the 512-base-ema.ckpt model",
+                  "config from v2-inference-v.yaml", "SD 2.1"):
+        found = first(f"I only get a black square output with {named}, no error")
+        assert "sd21-upcast-attention" in found.candidates[:3], (named, found)
+    sd1 = first("I only get a black square output with config from v1-inference.yaml, no error")
+    assert "sd21-upcast-attention" not in sd1.candidates[:3], sd1
+
+
 def test_a_named_fix_states_the_mechanism():
     """A description naming the fix that worked (attention upcast to float32, a black image)
     puts the case whose fix it is first in the differential: it claims nothing, and without

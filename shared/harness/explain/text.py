@@ -233,9 +233,11 @@ _DTYPE = re.compile("|".join(rf"(?P<c{i}>\b{p}\b)" for i, (p, _) in enumerate(DT
                     re.IGNORECASE)  # fmt: skip
 _DEVICE = re.compile(r"torch\.cuda\.\w+tensor|\bcuda(?::\d+)?\b", re.IGNORECASE)
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z][a-z])")  # where a space goes in T5Model, typeHalf
-# Stable Diffusion 2.x as users write it (SD 2.1, sd21, stable-diffusion-2-1): one word, sd2,
-# that the "sd" synonyms (SDXL's) do not take; the digits would otherwise be dropped.
-SD2 = re.compile(r"\b(?:sd|stable[ _-]?diffusion)[ _-]?v?2(?:\.[01x]|1)?\b", re.IGNORECASE)
+# Stable Diffusion 2.x as users write it (SD 2.1, sd21, stable-diffusion-2-1), or as its
+# checkpoints and configs are named (v2-1_768-ema-pruned, 512-base-ema, v2-inference-v.yaml): one
+# word, sd2, that the "sd" synonyms (SDXL's) do not take; the digits would otherwise be dropped.
+SD2 = re.compile(r"\b(?:(?:sd|stable[ _-]?diffusion)[ _-]?v?2(?:\.[01x]|1)?|v2-1_(?:512|768)"
+                 r"|(?:768-v|512-base)-ema|v2-inference(?:-v)?)\b", re.IGNORECASE)
 # Stable Diffusion 1.x as users write it (SD1.5, sd15, stable-diffusion-v1-4, v1-5-pruned): a
 # version named, and not SDXL's, which "stable diffusion" alone implies (its synonyms).
 SD1 = re.compile(r"\b(?:(?:sd|stable[ _-]?diffusion)[ _-]?v?1(?:[._-]?[45x])|v1-5-pruned)\b",
