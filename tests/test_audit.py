@@ -227,7 +227,36 @@ def test_a_model_past_its_first_calls_is_watched_again_when_given_a_new_kind_of_
     assert found[True] == (["float-attention-mask"], ["float-attention-mask"])
 
 
-def test_a_call_that_raises_in_its_first_module_is_counted_out_with_what_it_was_given(recwarn):
+@pytest.fixture(params=["this torch", "torch 2.5"])
+def global_hook_options(request, monkeypatch):
+    """The diagnosis's global forward hook as this torch takes it, and as torch 2.5 does (no
+    keyword arguments: always_call alone)."""
+    from shared.culprit import guards
+
+    if request.param == "torch 2.5":
+        monkeypatch.setattr(guards, "GLOBAL_FORWARD_HOOK_OPTIONS", frozenset({"always_call"}))
+    return request.param
+
+
+def test_a_call_by_keyword_is_watched_whatever_torch_hands_its_global_hook(
+        global_hook_options, recwarn):  # fmt: skip
+    """A model called by keyword that overflows: its producer named, its input known as given,
+    the call counted out, on a torch whose global forward hook gets no keyword arguments too."""
+    from shared.culprit.diagnose import Diagnosis
+
+    model = nn.ModuleDict({"proj": nn.Linear(4, 4, bias=False)}).to(torch.float16)
+    nn.init.constant_(model["proj"].weight, 100.0)
+    model.forward = lambda features: model["proj"](features)
+    given = torch.full((2, 4), 1000.0, dtype=torch.float16)  # 4e5 a sum: past float16's range
+    with Diagnosis() as diagnosis:
+        assert torch.isinf(model(features=given)).all()
+        assert diagnosis._calls.depth == 0 and given in diagnosis._given
+        assert diagnosis._calls.values.first.module == "ModuleDict.proj"
+    assert not [w for w in recwarn if "hook" in str(w.message)]  # no check of ours raised
+
+
+def test_a_call_that_raises_in_its_first_module_is_counted_out_with_what_it_was_given(
+        global_hook_options, recwarn):  # fmt: skip
     """Torch hands a global forward hook no keyword arguments after an exception: the input given
     by keyword is still known as given, and the next call is an outermost one again."""
     from shared.culprit.diagnose import Diagnosis

@@ -508,8 +508,9 @@ class GuardedCalls(_ModuleWatch):
     def __enter__(self):
         super().__enter__()
         # always_call: a forward that raised is left too (torch then gives args and no output)
+        after = self._after if "with_kwargs" in GLOBAL_FORWARD_HOOK_OPTIONS else self._after_old
         self._handles += [
-            register_module_forward_hook(self._after, with_kwargs=True, always_call=True),
+            register_module_forward_hook(after, **dict.fromkeys(GLOBAL_FORWARD_HOOK_OPTIONS, True)),
             register_module_parameter_registration_hook(self._on_parameter),
         ]
         return self
@@ -544,6 +545,11 @@ class GuardedCalls(_ModuleWatch):
         if handle is not None:
             self._handles.append(handle)
 
+    def _after_old(self, module: nn.Module, args: tuple, output) -> None:
+        # An older torch gives a global forward hook no keyword arguments, after a return as
+        # after an exception: they are read from its caller's frame.
+        self._after(module, args, _call_kwargs(module, sys._getframe(1)), output)
+
     def _after(self, module: nn.Module, args: tuple, *rest) -> None:
         # (kwargs, output) after a return; torch gives (output) alone after an exception.
         kwargs, output = rest if len(rest) == 2 else ({}, None)
@@ -554,15 +560,22 @@ class GuardedCalls(_ModuleWatch):
                 self.depth -= 1
             if not self.depth:
                 if len(rest) != 2:  # raised: what the script gave by keyword, from torch's frame
-                    kwargs = _raised_call_kwargs(module, sys._getframe(1))
+                    kwargs = _call_kwargs(module, sys._getframe(1))
                 self._leaving(module, args, kwargs, output)
 
 
-def _raised_call_kwargs(module: nn.Module, frame) -> dict:
-    """The keyword arguments of ``module``'s call that raised: torch hands a global forward hook
-    none after an exception, but its ``_call_impl`` (the hook's caller) holds them."""
+# The options torch's global forward hook takes: an older torch has fewer (2.5.1 always_call
+# alone, read in its source; 2.7.0 both).
+GLOBAL_FORWARD_HOOK_OPTIONS = frozenset(
+    inspect.signature(register_module_forward_hook).parameters) & {"with_kwargs", "always_call"}
+
+
+def _call_kwargs(module: nn.Module, frame) -> dict:
+    """The keyword arguments of ``module``'s call, where torch hands a global forward hook none
+    (after an exception; an older torch always): the hook's caller holds them, torch's
+    ``_call_impl`` or (torch 2.5's return path) the ``inner`` it defines."""
     try:
-        if frame.f_code.co_name == "_call_impl" and frame.f_locals.get("self") is module:
+        if frame.f_code.co_name in ("_call_impl", "inner") and frame.f_locals.get("self") is module:
             kwargs = frame.f_locals.get("kwargs")
             return kwargs if isinstance(kwargs, dict) else {}
     except Exception:  # noqa: BLE001, S110 - another torch's frame: the arguments unknown
