@@ -273,6 +273,30 @@ def test_a_call_that_raises_in_its_first_module_is_counted_out_with_what_it_was_
     assert not [w for w in recwarn if "hook" in str(w.message)]  # no check of ours raised
 
 
+def test_a_model_copied_or_pickled_under_the_diagnosis_takes_no_watch_along():
+    """A float32 reference made with copy.deepcopy (Wav2Vec2's weight-normed conv: its weight a
+    non-leaf tensor after a forward with gradients) and torch.save of a whole model: the copy
+    holds inert hooks, never the watch's state (which holds the run's tensors and cannot be
+    copied), and is watched with hooks of its own from its first call."""
+    import copy
+    import pickle
+
+    from shared.culprit.diagnose import Diagnosis
+    from shared.culprit.guards import OwnHook
+
+    conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 4, 3, padding=1))
+    model = nn.Sequential(nn.Linear(8, 8), nn.Tanh())
+    with Diagnosis() as diagnosis:
+        conv(torch.randn(1, 4, 8)).sum().backward()
+        model(torch.randn(2, 8))
+        reference = copy.deepcopy(conv).double()
+        loaded = pickle.loads(pickle.dumps(model))
+        for copied in (reference, loaded[0]):
+            assert not any(isinstance(h, OwnHook) for h in copied._forward_pre_hooks.values())
+        reference(torch.randn(1, 4, 8, dtype=torch.float64))
+        assert reference in diagnosis._calls._names
+
+
 def test_op_watch_records_a_half_fft_and_not_a_float32_one():
     with OpWatch() as ops:
         torch.fft.fftn(torch.randn(8, 8))

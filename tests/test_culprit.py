@@ -280,3 +280,14 @@ def test_the_producer_is_named_past_the_modules_whose_output_goes_unjudged():
     with NonFiniteGuard(model) as quiet:
         model(torch.full((2, 4), 0.5, dtype=torch.float16))
     assert quiet.first is None
+
+
+def test_module_paths_are_read_past_a_module_whose_init_never_ran():
+    """A module made but never initialised (a deep copy that raised half-way leaves one, without
+    `_modules`) is skipped when every live module's parent is read."""
+    from shared.culprit.tensors import full_path, live_parents
+
+    half_made = nn.Linear.__new__(nn.Linear)
+    model = nn.Sequential(nn.Sequential(nn.Linear(2, 2)))
+    assert full_path(model[0][0], live_parents()) == "Sequential.0.0"
+    assert half_made not in live_parents()

@@ -38,7 +38,13 @@ from shared.culprit.finders import (
     optimizer_hazards,
     pipeline_hazards,
 )
-from shared.culprit.guards import GuardedCalls, MismatchGuard, NonFiniteGuard, unwatched
+from shared.culprit.guards import (
+    GuardedCalls,
+    MismatchGuard,
+    NonFiniteGuard,
+    OwnHook,
+    unwatched,
+)
 from shared.culprit.tensors import dtype_name, full_path, live_parents, tensors_of
 from shared.culprit.watchers import TORCH_DIR, FailedOp, OpWatch, ProfileWatches, seen_hazards
 from shared.fixes import added_statement
@@ -145,7 +151,8 @@ class Diagnosis:
         self.profiled.pause()  # until it returns
         calls = self._calls_of[module] = self._calls_of.get(module, 0) + 1
         if calls == 1 and not self.every_call:  # removed at exit, with the other hooks
-            handle = module.register_forward_pre_hook(self._outermost_inputs, with_kwargs=True)
+            handle = module.register_forward_pre_hook(OwnHook(self._outermost_inputs),
+                                                       with_kwargs=True)
             self._stack.callback(handle.remove)
 
     def _outermost_inputs(self, module: nn.Module, args: tuple, kwargs: dict) -> None:

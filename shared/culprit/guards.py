@@ -65,6 +65,36 @@ def unwatched():
     return _DISABLE_TORCH_FUNCTION()
 
 
+def _no_hook(*args) -> None:
+    """What a deep copy or a pickle of a watched module holds where the watch hooked it."""
+
+
+def _inert():
+    return _no_hook
+
+
+class OwnHook:
+    """A hook of the watch's own on one module. A deep copy of the module (a float32 reference
+    made with ``copy.deepcopy``) or its pickle (``torch.save`` of a whole model) holds
+    :func:`_no_hook` in its place: the watch, whose state holds the run's tensors, is never
+    copied or saved with the script's model (a copy is adopted, hooks of its own, at its first
+    call)."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call):
+        self.call = call
+
+    def __call__(self, *args):
+        return self.call(*args)
+
+    def __deepcopy__(self, memo):
+        return _no_hook
+
+    def __reduce__(self):
+        return _inert, ()
+
+
 def _error_name(dtype: str) -> str:
     return TORCH_ERROR_NAMES.get(dtype, dtype)
 
@@ -178,7 +208,7 @@ class MismatchGuard(_ModuleWatch):
         self._check(module, args, {})  # the positional inputs of the call that found it
 
     def _hook(self, module: nn.Module):
-        return module.register_forward_pre_hook(self._on_own_call, with_kwargs=True)
+        return module.register_forward_pre_hook(OwnHook(self._on_own_call), with_kwargs=True)
 
     def _on_own_call(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         self._check(module, args, kwargs)
@@ -412,7 +442,7 @@ class NonFiniteGuard(_ModuleWatch):
 
     def _hook(self, module: nn.Module):
         self._handles += self.gradient_hooks(module)
-        return module.register_forward_hook(self._on_return, with_kwargs=True)
+        return module.register_forward_hook(OwnHook(self._on_return), with_kwargs=True)
 
     def gradient_hooks(self, module: nn.Module) -> list:
         """With ``gradients``: a hook on each of ``module``'s own trainable parameters."""
@@ -538,7 +568,7 @@ class GuardedCalls(_ModuleWatch):
         if module in self._checked or module not in self._names or not own:
             return None
         self._checked.add(module)
-        return module.register_forward_pre_hook(self.guard._check, with_kwargs=True)
+        return module.register_forward_pre_hook(OwnHook(self.guard._check), with_kwargs=True)
 
     def _on_parameter(self, module: nn.Module, name: str, parameter) -> None:
         handle = self.parameters_registered(module)

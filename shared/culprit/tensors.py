@@ -52,8 +52,11 @@ def live_parents() -> dict[nn.Module, tuple[nn.Module, str]]:
     for candidate in gc.get_objects():
         # type(), not isinstance(): no attribute lookups on arbitrary (deprecated) objects
         if issubclass(type(candidate), nn.Module):
-            for name, child in candidate.named_children():
-                parents.setdefault(child, (candidate, name))
+            # read from its __dict__: a module whose __init__ never ran is alive too, without
+            # _modules (a deep copy that raised half-way leaves one)
+            for name, child in (vars(candidate).get("_modules") or {}).items():
+                if child is not None:
+                    parents.setdefault(child, (candidate, name))
     return parents
 
 
