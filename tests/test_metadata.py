@@ -203,6 +203,28 @@ def test_fix_changes_are_what_the_fix_may_change_in_its_twins_setting(tmp_path):
     assert verdicts.setting_mismatch(fixed, unquantized, ran({})) == ""  # it recorded nothing
 
 
+def test_a_fix_keeps_its_twins_setting_only_where_the_twin_documents_a_failure(tmp_path):
+    """Where the broken twin's failure is documented not to happen (expect = "absent" on these
+    versions: it ran clean under its setting), a fix that chooses another setting (float32 where
+    no device runs bfloat16) fixes nothing it must keep; where the twin fails, it must keep it."""
+    from shared.harness.report import Outcome, ProcessResult
+
+    toml = GOOD.replace('  device = "cuda"\n  message = \'old text\'', '  expect = "absent"')
+    requires = ('requires = { cuda = true, gpus = 2, packages = { transformers = ">=5" }, '
+                'reason = "why" }')
+    toml = toml.replace(requires, 'fixes = "broken"')
+    broken, fixed = load_case("demo", make_case(tmp_path, toml)).variants
+    twin = Outcome(returncode=0, results=[ProcessResult(
+        device="cpu", setting={"models": {}, "autocast": ["autocast:bfloat16"]})])
+    checked = {"label": "precision", "detail": "the linear layers ran in ['float32']"}
+    ours = Outcome(returncode=0, results=[ProcessResult(
+        device="cpu", checks=[checked], setting={"models": {}, "autocast": []})])
+    unaffected, affected = (verdicts.Platform({"torch": v}) for v in ("2.0.1", "2.13.0"))
+    assert verdicts.judge(fixed, ours, unaffected, twin, broken).kind == verdicts.PASSED
+    found = verdicts.judge(fixed, ours, affected, twin, broken)
+    assert found.kind == verdicts.FIX_FAILED and "drops autocast:bfloat16" in found.detail
+
+
 def test_every_fix_changes_entry_names_a_change_the_pinned_run_needs(gallery):
     """A declaration is no blanket: each fact a fix declares it adds (drops) is one its model or
     autocast holds (its twin holds) in the session's run, where both ran."""

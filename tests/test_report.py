@@ -95,3 +95,23 @@ def test_a_variant_s_temporary_folders_are_stored_without_their_random_names():
     stored = [path for path in (REPO_ROOT / "reports").rglob("*.json")
               if relative_text(content := path.read_text(encoding="utf-8")) != content]  # fmt: skip
     assert stored == []
+
+
+def test_an_error_raised_around_the_script_is_the_gallerys_whatever_raised_it():
+    """The executor's own steps after the script (module paths, hazards) raise into the variant's
+    record: a traceback that never passed through the script is the gallery's failure, even a
+    library's RuntimeError; one through the script is judged as the script's."""
+    from shared.harness import verdicts
+
+    script = REPO_ROOT / "cases" / "demo" / "fixed.py"
+    gallery = (script.parent, REPO_ROOT / "shared")
+    executor = str(REPO_ROOT / "shared" / "harness" / "executor.py")
+    library = "/venv/lib/python3.11/site-packages/torch/_tensor.py"
+    around = {"type": "RuntimeError", "qualified_type": "builtins.RuntimeError", "message": "x",
+              "frames": [(executor, "execute"), (library, "__deepcopy__")]}  # fmt: skip
+    through = {**around, "frames": [(executor, "execute"), (str(script), "<module>"),
+                                    (library, "__deepcopy__")]}  # fmt: skip
+    blamed = ErrorRecord.from_raised(around, gallery, script)
+    assert blamed.around_script and verdicts._blame(blamed) == verdicts.GALLERY_FAILED
+    judged = ErrorRecord.from_raised(through, gallery, script)
+    assert not judged.around_script and verdicts._blame(judged) == ""

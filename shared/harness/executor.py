@@ -68,9 +68,9 @@ def execute(script: Path, result_path: Path) -> int:
                 del namespace
     except SystemExit as exc:
         if exc.code not in (None, 0):
-            result.status, result.exception = "raised", ErrorRecord.of(exc, gallery)
+            result.status, result.exception = "raised", ErrorRecord.of(exc, gallery, script)
     except BaseException as exc:  # noqa: BLE001 - every failure is data for the verdict
-        result.status, result.exception = "raised", ErrorRecord.of(exc, gallery)
+        result.status, result.exception = "raised", ErrorRecord.of(exc, gallery, script)
         traceback.print_exc()
     result.wall_s = time.perf_counter() - started
     result.device = RECORD["device"]

@@ -36,16 +36,23 @@ class ErrorRecord:
     frames: tuple[str, ...] = ()  # "path:function", innermost last; paths relative
     # Raised in the gallery's own files (the case's folder, shared/), not in a library's.
     in_gallery: bool = False
+    # Raised by the gallery's own steps around the script (after it ran: module paths, hazards),
+    # its traceback never in the script, wherever its innermost frame lies.
+    around_script: bool = False
 
     @classmethod
-    def of(cls, exc: BaseException, gallery_dirs: tuple[Path, ...] = ()) -> ErrorRecord:
-        return cls.from_raised(raised(exc), gallery_dirs)
+    def of(cls, exc: BaseException, gallery_dirs: tuple[Path, ...] = (),
+           script: Path | None = None) -> ErrorRecord:  # fmt: skip
+        return cls.from_raised(raised(exc), gallery_dirs, script)
 
     @classmethod
-    def from_raised(cls, data: dict, gallery_dirs: tuple[Path, ...] = ()) -> ErrorRecord:
-        """From ``shared.record.raised``'s plain data (made in the process that raised)."""
+    def from_raised(cls, data: dict, gallery_dirs: tuple[Path, ...] = (),
+                    script: Path | None = None) -> ErrorRecord:  # fmt: skip
+        """From ``shared.record.raised``'s plain data (made in the process that raised);
+        ``script``: the variant's script the executor ran."""
         frames = data["frames"]
         innermost = Path(frames[-1][0]).resolve() if frames else None
+        files = {Path(file).resolve() for file, _ in frames}
         return cls(
             type=data["type"],
             qualified_type=data["qualified_type"],
@@ -53,6 +60,7 @@ class ErrorRecord:
             frames=tuple(f"{relative(file)}:{function}" for file, function in frames),
             in_gallery=innermost is not None
             and any(innermost.is_relative_to(folder) for folder in gallery_dirs),
+            around_script=script is not None and bool(files) and script.resolve() not in files,
         )
 
     @property

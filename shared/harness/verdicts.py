@@ -101,14 +101,26 @@ def skip_reason(requires: Requirements, platform: Platform, device: str = "") ->
 
 
 def judge(
-    variant: Variant, outcome: Outcome, platform: Platform, twin: Outcome | None = None
+    variant: Variant,
+    outcome: Outcome,
+    platform: Platform,
+    twin: Outcome | None = None,
+    twin_variant: Variant | None = None,
 ) -> Verdict:
     """The one place a verdict is made: every kind, SKIPPED included (never a pass: it always
     says why the variant did not run). ``twin``: the outcome of the broken variant a fixed one
-    fixes (its ``fixes``), whose setting a fix must have run (:func:`setting_mismatch`)."""
+    fixes (its ``fixes``, ``twin_variant``), whose setting a fix must have run where the twin
+    documents a failure (:func:`setting_mismatch`)."""
+    if twin and twin_variant and not _fails_here(twin_variant, twin, platform):
+        twin = None  # the twin documents no failure on these versions: no setting it fails in
     verdict = _judge(variant, outcome, platform, twin)
     verdict.variant = variant.name
     return verdict
+
+
+def _fails_here(variant: Variant, outcome: Outcome, platform: Platform) -> bool:
+    device = next((r.device for r in outcome.results if r.device), platform.default_device)
+    return variant.expectation_for(platform.versions, device).expect != "absent"
 
 
 def _judge(variant: Variant, outcome: Outcome, platform: Platform, twin: Outcome | None) -> Verdict:
@@ -277,7 +289,10 @@ def _blame(error: ErrorRecord) -> str:
     a keyword spelling), not from the library: a defect of the gallery, never a verdict on the
     library. Not blamed: a RuntimeError (what torch's native ops raise, and their innermost
     Python frame may be the gallery's line that called them), and a check that fails (an
-    AssertionError from shared/checks.py: the fix failing)."""
+    AssertionError from shared/checks.py: the fix failing). Always blamed: an error its
+    traceback shows raised by the gallery's own steps around the script."""
+    if error.around_script:
+        return GALLERY_FAILED
     if not error.in_gallery or error.type == "RuntimeError":
         return ""
     if error.type == "AssertionError" and error.raise_site.startswith("shared/checks.py:"):
