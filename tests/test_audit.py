@@ -227,17 +227,21 @@ def test_a_model_past_its_first_calls_is_watched_again_when_given_a_new_kind_of_
     assert found[True] == (["float-attention-mask"], ["float-attention-mask"])
 
 
-@pytest.fixture(params=["this torch", "torch 2.5"])
+@pytest.fixture
 def global_hook_options(request, monkeypatch):
-    """The diagnosis's global forward hook as this torch takes it, and as torch 2.5 does (no
-    keyword arguments: always_call alone)."""
+    """The diagnosis's global forward hook as this torch takes it, as torch 2.1 to 2.5 do (no
+    keyword arguments: always_call alone) and as torch 2.0 does (neither: not called after an
+    exception)."""
     from shared.culprit import guards
 
-    if request.param == "torch 2.5":
-        monkeypatch.setattr(guards, "GLOBAL_FORWARD_HOOK_OPTIONS", frozenset({"always_call"}))
+    older = {"torch 2.5": {"always_call"}, "torch 2.0": set()}.get(request.param)
+    if older is not None:
+        monkeypatch.setattr(guards, "GLOBAL_FORWARD_HOOK_OPTIONS", frozenset(older))
     return request.param
 
 
+@pytest.mark.parametrize("global_hook_options", ["this torch", "torch 2.5", "torch 2.0"],
+                         indirect=True)
 def test_a_call_by_keyword_is_watched_whatever_torch_hands_its_global_hook(
         global_hook_options, recwarn):  # fmt: skip
     """A model called by keyword that overflows: its producer named, its input known as given,
@@ -255,6 +259,7 @@ def test_a_call_by_keyword_is_watched_whatever_torch_hands_its_global_hook(
     assert not [w for w in recwarn if "hook" in str(w.message)]  # no check of ours raised
 
 
+@pytest.mark.parametrize("global_hook_options", ["this torch", "torch 2.5"], indirect=True)
 def test_a_call_that_raises_in_its_first_module_is_counted_out_with_what_it_was_given(
         global_hook_options, recwarn):  # fmt: skip
     """Torch hands a global forward hook no keyword arguments after an exception: the input given
@@ -295,6 +300,21 @@ def test_a_model_copied_or_pickled_under_the_diagnosis_takes_no_watch_along():
             assert not any(isinstance(h, OwnHook) for h in copied._forward_pre_hooks.values())
         reference(torch.randn(1, 4, 8, dtype=torch.float64))
         assert reference in diagnosis._calls._names
+
+
+@pytest.mark.parametrize("global_hook_options", ["torch 2.0"], indirect=True)
+def test_after_a_raised_call_torch_never_left_the_next_call_is_outermost(global_hook_options):
+    """Torch 2.0 calls no global forward hook after an exception: the calls in progress are
+    counted from the stack, so the script's next model call is an outermost one again."""
+    from shared.culprit.diagnose import Diagnosis
+
+    failing = nn.Sequential(nn.Linear(4, 4)).to(torch.bfloat16)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+    with Diagnosis() as diagnosis:
+        with pytest.raises(RuntimeError, match="dtype"):
+            failing(torch.randn(2, 4))
+        model(torch.randn(2, 4))
+        assert diagnosis._calls_of.get(model) == 1 and model in diagnosis._roots
 
 
 def test_op_watch_records_a_half_fft_and_not_a_float32_one():

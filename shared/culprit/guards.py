@@ -550,6 +550,8 @@ class GuardedCalls(_ModuleWatch):
         self._checked.clear()
 
     def _on_any_call(self, module: nn.Module, args: tuple) -> None:
+        if "always_call" not in GLOBAL_FORWARD_HOOK_OPTIONS:  # a raised call was never left
+            self.depth = _module_calls_under(sys._getframe(1))
         if not self.depth:
             self._entering(module)
         self.depth += 1
@@ -594,10 +596,24 @@ class GuardedCalls(_ModuleWatch):
                 self._leaving(module, args, kwargs, output)
 
 
-# The options torch's global forward hook takes: an older torch has fewer (2.5.1 always_call
-# alone, read in its source; 2.7.0 both).
+# The options torch's global forward hook takes: an older torch has fewer (2.0.1 neither,
+# 2.1.2 and 2.5.1 always_call alone, 2.7.0 both: read in their sources).
 GLOBAL_FORWARD_HOOK_OPTIONS = frozenset(
     inspect.signature(register_module_forward_hook).parameters) & {"with_kwargs", "always_call"}
+
+
+_CALL_IMPL = nn.Module._call_impl.__code__
+
+
+def _module_calls_under(frame) -> int:
+    """How many module calls are in progress around the one a global pre-hook called from
+    ``frame`` sees (torch 2.0's global forward hook is not called after an exception, so the
+    calls it left are not counted out: the stack counts them)."""
+    calls = -1  # the call being entered has its own _call_impl
+    while frame is not None:
+        calls += frame.f_code is _CALL_IMPL
+        frame = frame.f_back
+    return max(calls, 0)
 
 
 def _call_kwargs(module: nn.Module, frame) -> dict:
