@@ -597,7 +597,7 @@ class GuardedCalls(_ModuleWatch):
 
 
 # The options torch's global forward hook takes: an older torch has fewer (2.0.1 neither,
-# 2.1.2 and 2.5.1 always_call alone, 2.7.0 both: read in their sources).
+# 2.1.2 and 2.5.1 always_call alone, 2.6.0 and 2.7.0 both: read in their sources).
 GLOBAL_FORWARD_HOOK_OPTIONS = frozenset(
     inspect.signature(register_module_forward_hook).parameters) & {"with_kwargs", "always_call"}
 
