@@ -174,9 +174,7 @@ def judge_each(
             if twin in planned_keys and twin not in seen:
                 break  # the twin runs later in the plan
             first = waiting.pop(0)
-            fixes = first.variant.fixes
-            twin_variant = next((v for v in first.case.variants if v.name == fixes), None)
-            yield judge(first.variant, seen[first.key], platform, seen.get(twin), twin_variant)
+            yield judge(first.variant, seen[first.key], platform, seen.get(twin))
 
 
 def report(

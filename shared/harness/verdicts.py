@@ -101,26 +101,14 @@ def skip_reason(requires: Requirements, platform: Platform, device: str = "") ->
 
 
 def judge(
-    variant: Variant,
-    outcome: Outcome,
-    platform: Platform,
-    twin: Outcome | None = None,
-    twin_variant: Variant | None = None,
+    variant: Variant, outcome: Outcome, platform: Platform, twin: Outcome | None = None
 ) -> Verdict:
     """The one place a verdict is made: every kind, SKIPPED included (never a pass: it always
     says why the variant did not run). ``twin``: the outcome of the broken variant a fixed one
-    fixes (its ``fixes``, ``twin_variant``), whose setting a fix must have run where the twin
-    documents a failure (:func:`setting_mismatch`)."""
-    if twin and twin_variant and not _fails_here(twin_variant, twin, platform):
-        twin = None  # the twin documents no failure on these versions: no setting it fails in
+    fixes (its ``fixes``), whose setting a fix must have run (:func:`setting_mismatch`)."""
     verdict = _judge(variant, outcome, platform, twin)
     verdict.variant = variant.name
     return verdict
-
-
-def _fails_here(variant: Variant, outcome: Outcome, platform: Platform) -> bool:
-    device = next((r.device for r in outcome.results if r.device), platform.default_device)
-    return variant.expectation_for(platform.versions, device).expect != "absent"
 
 
 def _judge(variant: Variant, outcome: Outcome, platform: Platform, twin: Outcome | None) -> Verdict:
