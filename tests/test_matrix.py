@@ -292,7 +292,9 @@ def test_which_cases_a_set_runs_is_decided_in_one_place(capsys):
 @pytest.mark.parametrize(
     ("arguments", "complaint"),
     [(["--as-of"], "needs a date"), (["--as-of", "June"], "not a date"),
-     (["--as-of", "2999-01-01"], "in the future"), ([], "name a set")],
+     (["--as-of", "2999-01-01"], "in the future"), ([], "name a set"),
+     (["--as-of", "2025-05-15", "minicpm"], "minicpm is a case, not a requirement"),
+     (["torch==2.4.1", "minicpm"], "minicpm is a case, not a requirement")],
 )  # fmt: skip
 def test_a_set_that_cannot_be_honoured_says_what_to_give(arguments, complaint):
     with pytest.raises(LibrarySetError, match=complaint):

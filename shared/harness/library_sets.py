@@ -215,6 +215,11 @@ def _requested(arguments: list[str]) -> tuple[str, ...]:
             requested += requirements_file(Path(path))
         elif word.startswith("-"):
             raise LibrarySetError(f"{word}: not an option of the matrix; {USAGE}")
+        elif word in case_names():  # not sent to the resolver as a package to find
+            raise LibrarySetError(
+                f"{word} is a case, not a requirement: a stack named after -- runs every case; "
+                f'one case on a stored set: nox -s "matrix(as-of-2024-07-15)" -- {word}'
+            )
         else:
             requested.append(word)
     return tuple(requested)
