@@ -52,7 +52,6 @@ class ErrorRecord:
         ``script``: the variant's script the executor ran."""
         frames = data["frames"]
         innermost = Path(frames[-1][0]).resolve() if frames else None
-        files = {Path(file).resolve() for file, _ in frames}
         return cls(
             type=data["type"],
             qualified_type=data["qualified_type"],
@@ -60,7 +59,8 @@ class ErrorRecord:
             frames=tuple(f"{relative(file)}:{function}" for file, function in frames),
             in_gallery=innermost is not None
             and any(innermost.is_relative_to(folder) for folder in gallery_dirs),
-            around_script=script is not None and bool(files) and script.resolve() not in files,
+            around_script=script is not None and bool(frames)
+            and script.resolve() not in {Path(file).resolve() for file, _ in frames},
         )
 
     @property
