@@ -406,6 +406,20 @@ def test_a_cases_message_raised_in_another_libraries_frame_is_not_claimed():
     assert (bare.kind, bare.candidates) == ("differential", ["generator-device"]), bare
 
 
+def test_a_raise_line_quoting_more_than_a_cases_message_is_another_checks_wording():
+    """accelerate 0.15 refuses fp16 on a CUDA-less torch with "fp16 mixed precision requires a
+    GPU" (the case, documented as ending there); later releases' check quotes "(not
+    {self.device.type!r})" after it and is reached only off the CPU: a traceback's raise line
+    showing that template is not the case's failure, whatever device it names."""
+    frame = '  File "/Users/u/accelerate/src/accelerate/accelerator.py", line 495, in __init__\n'
+    later = frame + '    raise ValueError(f"fp16 mixed precision requires a GPU (not {self.device.type!r}).")'
+    found = first(later)
+    assert found.kind != "case" and "goes on past this case's" in found.sureness, found
+    assert "accelerate-fp16-no-cuda" in found.candidates, found
+    own = frame + '    raise ValueError("fp16 mixed precision requires a GPU")'
+    assert (first(own).kind, first(own).name) == ("case", "accelerate-fp16-no-cuda")
+
+
 def test_both_tensors_on_cuda_with_two_dtypes_is_a_dtype_clash_not_placement():
     for text in ("RuntimeError: Input type (torch.cuda.HalfTensor) and weight type "
                  "(torch.cuda.FloatTensor) should be the same",

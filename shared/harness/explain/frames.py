@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -10,15 +12,22 @@ from shared.harness.explain.answer import Hit
 from shared.harness.explain.messages import find_hits, raise_site_matches
 from shared.harness.explain.parse import Paste, error_lines
 from shared.harness.explain.store import Catalog
-from shared.harness.explain.text import OTHER_DEVICE, RAISE_LINE, message_family, warning_site
+from shared.harness.explain.text import (
+    OTHER_DEVICE,
+    RAISE_LINE,
+    canonical,
+    message_family,
+    warning_site,
+)
 
 
 def contradiction(hit: Hit, paste: Paste, catalog: Catalog) -> str:
     """What in the paste says this documented message is not this case's failure ("" if
     nothing): the innermost frame is a library function the case's message never comes from
     (its documented raise site elsewhere, or none: the case's own code calls the builtin), the
-    warning line says it was issued in a file the case's warning never comes from, the message
-    names a device no case runs on, the pasted versions are documented as not failing."""
+    warning line says it was issued in a file the case's warning never comes from, the raise line
+    quotes more of a message than the case's (another check's wording), the message names a
+    device no case runs on, the pasted versions are documented as not failing."""
     sig = next(s for s in catalog.signatures if (s.case, s.variant, s.where) ==
                (hit.case, hit.variant, hit.where))  # fmt: skip
     if hit.how == "message" and paste.innermost and not paste.innermost.startswith("torch/nn/") \
@@ -28,6 +37,9 @@ def contradiction(hit: Hit, paste: Paste, catalog: Catalog) -> str:
     if hit.how == "message" and site and sig.raised_in and not raise_site_matches(sig.raised_in,
                                                                                   site):
         return f"issued in {site}, where this case's warning never comes from"
+    if hit.how == "message" and sig.ends and RAISE_LINE.search(hit.line) and not any(
+            re.search(end, canonical(hit.line), re.IGNORECASE) for end in sig.ends):  # fmt: skip
+        return "the raise line's message goes on past this case's: another check's wording"
     device = OTHER_DEVICE.search(hit.line)
     if hit.how == "message" and device:
         name = (device.group(1) or device.group(2)).lower()

@@ -3,6 +3,7 @@ once per process."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -43,6 +44,10 @@ class Signature:
     shapes: list[str]
     raised_in: str
     note: str = ""
+    # Each message documented as ending there (`$`), as a raise line quotes it: its quote closing
+    # right after. A raise line quoting more after it ("... (not {self.device.type!r})") is
+    # another check's wording.
+    ends: list[str] = dataclasses.field(default_factory=list)
 
 
 @cache
@@ -78,6 +83,7 @@ def signatures(cases: list[Case], matrix_dir: Path = MATRIX_DIR) -> list[Signatu
                     shapes=sorted({shape(t) for t in texts if t}),
                     raised_in=expectation.raised_in or expectation.issued_in,
                     note=expectation.note,
+                    ends=[_unanchored(p) + "[\"']" for p in messages if p.endswith("$")],
                 ))  # fmt: skip
     return found
 

@@ -478,6 +478,10 @@
       if (hit.how === "message" && site && sig.raised_in && !raiseSiteMatches(sig.raised_in, site)) {
         return `issued in ${site}, where this case's warning never comes from`;
       }
+      if (hit.how === "message" && sig.ends.length && RAISE_LINE.test(hit.line) &&
+          !sig.ends.some((end) => new RegExp(end, "i").test(canonical(hit.line)))) {
+        return "the raise line's message goes on past this case's: another check's wording";
+      }
       const device = hit.line.match(OTHER_DEVICE);
       if (hit.how === "message" && device) {
         return `the message names the ${(device[1] || device[2]).toLowerCase()} device, where no case runs`;
