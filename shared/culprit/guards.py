@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import math
 import sys
@@ -73,20 +74,14 @@ def _inert():
     return _no_hook
 
 
-class OwnHook:
-    """A hook of the watch's own on one module. A deep copy of the module (a float32 reference
-    made with ``copy.deepcopy``) or its pickle (``torch.save`` of a whole model) holds
-    :func:`_no_hook` in its place: the watch, whose state holds the run's tensors, is never
+class OwnHook(functools.partial):
+    """A hook of the watch's own on one module: ``OwnHook(call)``. A deep copy of the module (a
+    float32 reference made with ``copy.deepcopy``) or its pickle (``torch.save`` of a whole model)
+    holds :func:`_no_hook` in its place: the watch, whose state holds the run's tensors, is never
     copied or saved with the script's model (a copy is adopted, hooks of its own, at its first
-    call)."""
+    call). A partial, so that torch's call of it adds no Python frame (about 0.2 us a call)."""
 
-    __slots__ = ("call",)
-
-    def __init__(self, call):
-        self.call = call
-
-    def __call__(self, *args):
-        return self.call(*args)
+    __slots__ = ()
 
     def __deepcopy__(self, memo):
         return _no_hook
