@@ -412,7 +412,8 @@ def test_a_raise_line_quoting_more_than_a_cases_message_is_another_checks_wordin
     {self.device.type!r})" after it and is reached only off the CPU: a traceback's raise line
     showing that template is not the case's failure, whatever device it names."""
     frame = '  File "/Users/u/accelerate/src/accelerate/accelerator.py", line 495, in __init__\n'
-    later = frame + '    raise ValueError(f"fp16 mixed precision requires a GPU (not {self.device.type!r}).")'
+    later = frame + ('    raise ValueError(f"fp16 mixed precision requires a GPU '
+                     '(not {self.device.type!r}).")')
     found = first(later)
     assert found.kind != "case" and "goes on past this case's" in found.sureness, found
     assert "accelerate-fp16-no-cuda" in found.candidates, found
