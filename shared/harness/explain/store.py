@@ -3,9 +3,8 @@ once per process."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -47,7 +46,7 @@ class Signature:
     # Each message documented as ending there (`$`), as a raise line quotes it: its quote closing
     # right after. A raise line quoting more after it ("... (not {self.device.type!r})") is
     # another check's wording.
-    ends: list[str] = dataclasses.field(default_factory=list)
+    ends: list[str] = field(default_factory=list)
 
 
 @cache
