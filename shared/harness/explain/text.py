@@ -97,8 +97,9 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("unsupported-dtype",
      r"pipelines loaded with `?(?:torch_)?dtype=torch\.float16`? cannot run with `?cpu`? device", True),
     # torch's check of any value filled or written into a half tensor (a mask's -1e9, a float32
-    # minimum, a constant): DeBERTa's fill is one of several causes its threads show
-    ("overflow", r"value cannot be converted to type (?:at|c10)::(?:half|bfloat16) without "
+    # minimum, a constant): DeBERTa's fill is one of several causes its threads show (torch 1.x
+    # named the type bare: "type Half")
+    ("overflow", r"value cannot be converted to type (?:(?:at|c10)::)?(?:half|bfloat16) without "
      r"overflow", True),
     ("hardware", r"cannot convert a mps tensor to float64 dtype", False),
     ("hardware", r"trying to convert \w+ to the mps backend but it does not have support for that "
