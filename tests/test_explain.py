@@ -184,8 +184,8 @@ def test_a_usual_cause_with_other_common_causes_leads_the_differential_unclaimed
          "for the destination and BFloat16 for the source.", "index-put-embed-merge",
          "dtype-mix"),
 
-        # torch's check of any value filled into a half tensor, in each of its type names (torch
-        # 1.x's early releases named it bare, the value after it)
+        # torch's check of any value filled into a half tensor, in each of its type names (an
+        # older torch named it bare, the value after it)
         ("RuntimeError: value cannot be converted to type at::Half without overflow",
          "half-mask-fill-overflow", "overflow"),
         ("RuntimeError: value cannot be converted to type c10::BFloat16 without overflow",

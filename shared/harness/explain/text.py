@@ -97,8 +97,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("unsupported-dtype",
      r"pipelines loaded with `?(?:torch_)?dtype=torch\.float16`? cannot run with `?cpu`? device", True),
     # torch's check of any value filled or written into a half tensor (a mask's -1e9, a float32
-    # minimum, a constant): DeBERTa's fill is one of several causes its threads show (torch 1.x
-    # named the type bare: "type Half")
+    # minimum, a constant): DeBERTa's fill is one of several causes its threads show (an older
+    # torch named the type bare, "type Half", as NVIDIA/tacotron2#18 quotes it)
     ("overflow", r"value cannot be converted to type (?:(?:at|c10)::)?(?:half|bfloat16) without "
      r"overflow", True),
     ("hardware", r"cannot convert a mps tensor to float64 dtype", False),
