@@ -354,6 +354,11 @@ def test_symptom_words_never_claim_a_case_they_rank_it_first_in_a_differential(t
     ("训练时发现vae编码出来的latent是nan", "sdxl-vae-fp16"),
     ("Please use nn.ModuleList instead of a python list: the heads stay on the cpu after .cuda()",
      "omnilmm"),
+    # the same three said the other way round: list first, a dict of metrics, no verb
+    ("the decoders sit in a plain list instead of a ModuleList, so .to(device) skips them",
+     "omnilmm"),
+    ("a dictionary of metrics stays on the cpu when the module moves to the gpu", "omnilmm"),
+    ("Encoder sub-modules not registered, so model.cuda() leaves them behind", "omnilmm"),
     ("after model.to('cuda') the blocks are still on the CPU:\n"
      "    self.blocks = []\n    for i in range(4):\n        self.blocks.append(nn.Linear(8, 8))",
      "omnilmm"),
