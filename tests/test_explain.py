@@ -808,6 +808,19 @@ def test_torch_1_0_s_backend_and_dtype_wording_is_read_from_both_sides():
     assert (found.kind, found.name) == ("family", "dtype-mix"), found
 
 
+def test_torch_1_x_tensor_iterator_wordings_are_read_from_both_sides():
+    """TensorIterator's check names a device and a dtype each side (read as the backend wording
+    is), then the device alone: a family each, never no answer."""
+    found = first("RuntimeError: expected device cuda:0 and dtype Half but got device cpu and "
+                  "dtype Half")  # fmt: skip
+    assert (found.kind, found.name) == ("family", "device-placement"), found
+    found = first("RuntimeError: expected device cuda:1 and dtype Float but got device cuda:1 and "
+                  "dtype Half")  # fmt: skip
+    assert (found.kind, found.name) == ("family", "dtype-mix"), found
+    found = first("RuntimeError: expected device cpu but got device cuda:1")
+    assert (found.kind, found.name) == ("family", "device-placement"), found
+
+
 def test_torch_1_x_conv_check_of_a_cpu_input_leads_with_inputs_device():
     """A CPU input for CUDA conv weights, in torch 1.x's wording either operand named: the
     input never moved leads the differential, unclaimed; the reverse (a CPU weight) does not."""

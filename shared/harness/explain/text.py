@@ -30,6 +30,11 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     # torch 1.0-1.1's binary op check ("expected backend CUDA and dtype Double but got backend
     # CUDA and dtype Float"): its sides say which (operand_sides)
     ("dtype-mix", r"expected backend \w+ and dtype \w+ but got backend \w+ and dtype \w+", True),
+    # torch 1.x's TensorIterator, as read in its source: a device and a dtype each side (the
+    # sides say which, operand_sides), then the device alone
+    ("dtype-mix", r"expected device [\w:]+ and dtype \w+ but got device [\w:]+ and dtype \w+",
+     True),
+    ("device-placement", r"expected device [\w:]+ but got device [\w:]+", True),
     # torch 0.2's type check of a module's weight against its input (pytorch#2138's title)
     ("dtype-mix", r"expected (?:double|float|half) tensor \(got (?:double|float|half) tensor\)",
      True),
@@ -378,6 +383,8 @@ TYPE_SIDES = (re.compile(r"input type ?\(([^)]*)\) ?and (?:weight|bias) type ?\(
                          r"but (?:got|found)(?: type)? (?:variable\[)?(torch\.[\w.]+tensor)"),
               # torch 1.0-1.1: a backend and a dtype each side
               re.compile(r"expected (backend \w+ and dtype \w+) but got (backend \w+ and dtype \w+)"),
+              re.compile(r"expected (device [\w:]+ and dtype \w+) but got (device [\w:]+ and dtype "
+                         r"\w+)"),
               )  # fmt: skip
 
 
