@@ -29,4 +29,4 @@ reference = T5EncoderModel.from_pretrained(checkpoint, torch_dtype=torch.float32
 with torch.no_grad():
     expected = reference(input_ids=input_ids).last_hidden_state
 # float16: the final RMS norm casts back to its float16 weight. Tolerance: see README.
-compare_to_reference("encoder output", output, expected, dtype=torch.float16, atol=2e-2, rtol=2e-2)
+compare_to_reference("encoder output", output, expected, dtype=torch.float16, atol=3e-2, rtol=3e-2)

@@ -31,4 +31,4 @@ reference = T5EncoderModel.from_pretrained(checkpoint, torch_dtype=torch.float32
 with torch.no_grad():
     expected = reference(input_ids=input_ids).last_hidden_state
 # float32 (the final norm's weight is), bfloat16 matmuls elsewhere. Tolerance: see README.
-compare_to_reference("encoder output", output, expected, dtype=torch.float32, atol=1e-1, rtol=1e-1)
+compare_to_reference("encoder output", output, expected, dtype=torch.float32, atol=2e-1, rtol=2e-1)

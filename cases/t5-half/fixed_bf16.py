@@ -29,4 +29,4 @@ reference = T5EncoderModel.from_pretrained(checkpoint, torch_dtype=torch.float32
 with torch.no_grad():
     expected = reference(input_ids=input_ids).last_hidden_state
 # bfloat16 everywhere (8 significant bits). Tolerance: see README.
-compare_to_reference("encoder output", output, expected, dtype=torch.bfloat16, atol=1e-1, rtol=1e-1)
+compare_to_reference("encoder output", output, expected, dtype=torch.bfloat16, atol=2e-1, rtol=2e-1)
