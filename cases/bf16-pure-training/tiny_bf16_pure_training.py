@@ -11,6 +11,11 @@ weight. Both sides of that ratio are knobs over their realistic ranges:
   every LLM config ships and about what trained 7B checkpoints hold; up to 0.05 for smaller,
   longer-trained models.
 
+Training runs as many steps as float32 training needs for its updates to add up to 1 % of the
+weights' std (``training_steps``): about one bfloat16 rounding step of a typical weight, 20 steps
+at the defaults. A fixed count would judge Kahan summation, whose remainders wait for the
+rounding step, too early at a small ratio and late at a large one.
+
 Random seeded float32 weights, saved with ``save_pretrained``; nothing is downloaded.
 """
 
@@ -23,7 +28,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from shared.tiny_models import knob, quiet_hf_logging, save_pretrained_to_temp, tiny_seed
 
-STEPS = 20  # optimizer steps on one batch
+HORIZON = 0.01  # float32 training's summed update, as a share of the weights' std
 VOCAB = 128
 
 quiet_hf_logging()
@@ -33,7 +38,18 @@ def learning_rate() -> float:
     return knob("learning_rate", 1e-5, (5e-6, 3e-5))
 
 
-def save_tiny_llama() -> Path:
+def weight_scale() -> float:
+    return knob("weight_scale", 0.02, (0.02, 0.05))
+
+
+def training_steps(lr: float, scale: float) -> int:
+    """Optimizer steps on one batch: Adam moves a weight by about ``lr`` a step, so HORIZON of
+    the weights' std takes HORIZON * scale / lr of them (20 at the defaults, 7 to 100 over the
+    knobs' ranges)."""
+    return max(1, round(HORIZON * scale / lr))
+
+
+def save_tiny_llama(scale: float) -> Path:
     """Save the tiny Llama in float32 (as checkpoints are trained from) and return its folder."""
     tiny_seed(0)
     config = LlamaConfig(
@@ -44,7 +60,7 @@ def save_tiny_llama() -> Path:
         num_attention_heads=4,
         num_key_value_heads=4,
         max_position_embeddings=64,
-        initializer_range=knob("weight_scale", 0.02, (0.02, 0.05)),
+        initializer_range=scale,
     )
     return save_pretrained_to_temp(LlamaForCausalLM(config))
 
@@ -55,16 +71,16 @@ def batch(device: torch.device) -> torch.Tensor:
     return torch.randint(0, VOCAB, (2, 16), generator=generator).to(device)
 
 
-def train(model, optimizer, autocast: torch.dtype | None = None) -> float:
-    """STEPS steps of causal-LM training on one batch; the last loss."""
+def train(model, optimizer, steps: int, autocast: torch.dtype | None = None) -> float:
+    """``steps`` steps of causal-LM training on one batch; the last loss."""
     input_ids = batch(model.device)
-    for _ in range(STEPS):
+    for _ in range(steps):
         with torch.autocast(model.device.type, dtype=autocast, enabled=autocast is not None):
             loss = model(input_ids=input_ids, labels=input_ids).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-    print(f"[train] {STEPS} steps, last loss {loss.item():.4f}")
+    print(f"[train] {steps} steps, last loss {loss.item():.4f}")
     return loss.item()
 
 
@@ -79,13 +95,13 @@ def snapshot(model) -> dict[str, torch.Tensor]:
     }
 
 
-def update_error(checkpoint: Path, lr: float, before: dict, after: dict) -> float:
+def update_error(checkpoint: Path, lr: float, steps: int, before: dict, after: dict) -> float:
     """Relative error of the updates training made (``after - before``) against the same
     training run in float32 throughout: ||delta - delta_float32|| / ||delta_float32||."""
     reference = LlamaForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float32)
     reference.to(next(iter(before.values())).device)
     start = snapshot(reference)
-    train(reference, torch.optim.AdamW(reference.parameters(), lr=lr))
+    train(reference, torch.optim.AdamW(reference.parameters(), lr=lr), steps)
     end = snapshot(reference)
     delta = torch.stack([after[name] - before[name] for name in before])
     expected = torch.stack([end[name] - start[name] for name in start])
