@@ -5,9 +5,9 @@ dtype handling (what gets cast, what stays float32) the cases are about.
 
 A tiny model's seed, init scale or activation scale are arbitrary: a failure that raises
 nothing must not hang on them. ``tiny_seed`` and ``knob`` name each such choice with its
-realistic range; the test suite reruns every silent variant with ``GALLERY_PERTURB`` set to
-``seed`` (another seed), ``low`` or ``high`` (every knob at that end of its range) and asserts the
-same verdict.
+realistic range; the test suite reruns every silent variant and every fix of one with
+``GALLERY_PERTURB`` set to ``seed`` (another seed), ``low`` or ``high`` (every knob at that end of
+its range) and asserts the same verdict.
 """
 
 from __future__ import annotations
