@@ -797,28 +797,24 @@ def test_diffusers_warning_for_a_float16_pipeline_on_the_cpu_leads_with_the_miss
     assert found.candidates[0] == "cpu-fp16-kernels", found
 
 
-def test_torch_1_0_s_backend_and_dtype_wording_is_read_from_both_sides():
-    """torch 1.0-1.1's binary op check names a backend and a dtype each side: two backends are
-    a placement clash, one backend with two dtypes a dtype clash."""
-    found = first("RuntimeError: expected backend CUDA and dtype Float but got backend CPU and "
-                  "dtype Float")  # fmt: skip
-    assert (found.kind, found.name) == ("family", "device-placement"), found
-    found = first("RuntimeError: expected backend CUDA and dtype Float but got backend CUDA and "
-                  "dtype Byte")  # fmt: skip
-    assert (found.kind, found.name) == ("family", "dtype-mix"), found
-
-
-def test_torch_1_x_tensor_iterator_wordings_are_read_from_both_sides():
-    """TensorIterator's check names a device and a dtype each side (read as the backend wording
-    is), then the device alone: a family each, never no answer."""
-    found = first("RuntimeError: expected device cuda:0 and dtype Half but got device cpu and "
-                  "dtype Half")  # fmt: skip
-    assert (found.kind, found.name) == ("family", "device-placement"), found
-    found = first("RuntimeError: expected device cuda:1 and dtype Float but got device cuda:1 and "
-                  "dtype Half")  # fmt: skip
-    assert (found.kind, found.name) == ("family", "dtype-mix"), found
-    found = first("RuntimeError: expected device cpu but got device cuda:1")
-    assert (found.kind, found.name) == ("family", "device-placement"), found
+@pytest.mark.parametrize(("text", "family"), [
+    # torch 1.0-1.1's binary op check: a backend and a dtype each side
+    ("RuntimeError: expected backend CUDA and dtype Float but got backend CPU and dtype Float",
+     "device-placement"),
+    ("RuntimeError: expected backend CUDA and dtype Float but got backend CUDA and dtype Byte",
+     "dtype-mix"),
+    # torch 1.x TensorIterator's: a device and a dtype each side, then the device alone
+    ("RuntimeError: expected device cuda:0 and dtype Half but got device cpu and dtype Half",
+     "device-placement"),
+    ("RuntimeError: expected device cuda:1 and dtype Float but got device cuda:1 and dtype Half",
+     "dtype-mix"),
+    ("RuntimeError: expected device cpu but got device cuda:1", "device-placement"),
+])  # fmt: skip
+def test_torch_1_x_binary_op_wordings_are_read_from_both_sides(text, family):
+    """Two devices are a placement clash, one device with two dtypes a dtype clash: a family
+    each, never no answer."""
+    found = first(text)
+    assert (found.kind, found.name) == ("family", family), found
 
 
 def test_torch_1_x_conv_check_of_a_cpu_input_leads_with_inputs_device():
