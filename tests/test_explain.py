@@ -367,6 +367,9 @@ def test_symptom_words_never_claim_a_case_they_rank_it_first_in_a_differential(t
      "bf16-pure-training"),
     ("only the model was moved: the batch was not moved to the GPU", "inputs-device"),
     ("the model is on the GPU but the input tensors stay on the CPU", "inputs-device"),
+    # the fix said as a pull request's title says it
+    ("evaluate: move all tensors to the right device before the forward", "inputs-device"),
+    ("make sure the input tensors are on the correct device in predict()", "inputs-device"),
     ("the VAE overflows in fp16 during img2img", "sdxl-vae-fp16"),
     ("with fp16 the product of q and k overflows before the softmax", "sd21-upcast-attention"),
     ("position embeddings kept as a buffer get cast to bfloat16 with the model", "rope-bf16"),
