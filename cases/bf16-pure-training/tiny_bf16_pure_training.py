@@ -13,8 +13,8 @@ weight. Both sides of that ratio are knobs over their realistic ranges:
 
 Training runs as many steps as float32 training needs for its updates to add up to 1 % of the
 weights' std (``training_steps``): about one bfloat16 rounding step of a typical weight, 20 steps
-at the defaults. A fixed count would judge Kahan summation, whose remainders wait for the
-rounding step, too early at a small ratio and late at a large one.
+at the defaults. A fixed count judged Kahan summation, whose remainders wait for the rounding
+step, before they were due where lr / std is small.
 
 Random seeded float32 weights, saved with ``save_pretrained``; nothing is downloaded.
 """
