@@ -6,6 +6,10 @@ import re
 
 from shared.harness.libraries import VERSIONED_PACKAGES
 
+# One side of torch 1.x's binary op checks: a backend (1.0-1.1) or a device (TensorIterator), and
+# a dtype.
+_BINARY_SIDE = r"(?:backend \w+|device [\w:]+) and dtype \w+"
+
 # Messages of each family as torch and the libraries word them, whatever the case. `generic`:
 # the message names the clash, not its cause (a case needs an anchor to be named).
 FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
@@ -28,12 +32,10 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     # EmbeddingBag)
     ("device-placement", r"get_device is not implemented for type torch\.\w+tensor", True),
     # torch 1.0-1.1's binary op check ("expected backend CUDA and dtype Double but got backend
-    # CUDA and dtype Float"): its sides say which (operand_sides)
-    ("dtype-mix", r"expected backend \w+ and dtype \w+ but got backend \w+ and dtype \w+", True),
-    # torch 1.x's TensorIterator, as read in its source: a device and a dtype each side (the
-    # sides say which, operand_sides), then the device alone
-    ("dtype-mix", r"expected device [\w:]+ and dtype \w+ but got device [\w:]+ and dtype \w+",
-     True),
+    # CUDA and dtype Float") and torch 1.x TensorIterator's, as read in its source ("expected
+    # device cuda:0 and dtype Float but got device cpu and dtype Float"): its sides say which
+    # (operand_sides); then TensorIterator's device alone
+    ("dtype-mix", rf"expected {_BINARY_SIDE} but got {_BINARY_SIDE}", True),
     ("device-placement", r"expected device [\w:]+ but got device [\w:]+", True),
     # torch 0.2's type check of a module's weight against its input (pytorch#2138's title)
     ("dtype-mix", r"expected (?:double|float|half) tensor \(got (?:double|float|half) tensor\)",
@@ -381,10 +383,8 @@ TYPE_SIDES = (re.compile(r"input type ?\(([^)]*)\) ?and (?:weight|bias) type ?\(
               # torch 0.4-1.0's legacy type names, the device in the name
               re.compile(r"expected (?:object of )?type (?:variable\[)?(torch\.[\w.]+tensor)\]? "
                          r"but (?:got|found)(?: type)? (?:variable\[)?(torch\.[\w.]+tensor)"),
-              # torch 1.0-1.1: a backend and a dtype each side
-              re.compile(r"expected (backend \w+ and dtype \w+) but got (backend \w+ and dtype \w+)"),
-              re.compile(r"expected (device [\w:]+ and dtype \w+) but got (device [\w:]+ and dtype "
-                         r"\w+)"),
+              # torch 1.x: a backend or a device, and a dtype, each side
+              re.compile(rf"expected ({_BINARY_SIDE}) but got ({_BINARY_SIDE})"),
               )  # fmt: skip
 
 
