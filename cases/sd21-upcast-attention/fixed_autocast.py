@@ -18,4 +18,5 @@ print("UNet:", pipe.unet.dtype, "| upcast_attention =", pipe.unet.config.upcast_
 with torch.no_grad():  # the fix: no autocast around the float16 pipeline
     image = generate(pipe)
 print("image:", image.dtype)
-compare_to_reference("image", image, expected, dtype=torch.float16)
+# float16 UNet and VAE, two steps at guidance 7.5: atol 4e-2, not float16's 1e-2 (see README)
+compare_to_reference("image", image, expected, dtype=torch.float16, atol=4e-2)
