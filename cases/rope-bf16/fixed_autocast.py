@@ -37,5 +37,5 @@ check_that("RoPE cos table", error < 0.01, f"max abs error {error:.2g} < 0.01 (b
 measure_error("logits at positions < 100", output[:, :100], expected[:, :100])
 long_output, long_expected = output[:, LONG:], expected[:, LONG:]
 compare_to_reference(
-    "logits at positions > 2000", long_output, long_expected, dtype=torch.bfloat16, atol=1.5, rtol=0
+    "logits at positions > 2000", long_output, long_expected, dtype=torch.bfloat16, atol=3.0, rtol=0
 )
