@@ -16,4 +16,5 @@ pipe = pipe.to(device)
 print("transformer:", pipe.transformer.dtype, "| VAE:", pipe.vae.dtype)
 
 image = generate(pipe, torch.bfloat16)  # the whole pipeline in bfloat16
-compare_to_reference("image", image, reference, dtype=torch.bfloat16)
+# bfloat16 transformer and VAE, 2 steps: atol 1e-1, not bfloat16's 5e-2 (see README)
+compare_to_reference("image", image, reference, dtype=torch.bfloat16, atol=1e-1)
