@@ -57,6 +57,8 @@ FAMILY_MESSAGES: tuple[tuple[str, str, bool], ...] = (
     ("device-placement",
      r"input type ?\(torch\.(?:cuda\.)?\w+\) ?and weight type ?\((?:torch\.|cuda)", True),
     ("device-placement", r"expected all tensors to be on the same device", True),
+    # its second half alone, where a log wrapped the line before it (pdb2reaction#297)
+    ("device-placement", r"but got \w+ is on [\w:]+, different from other tensors on [\w:]+", True),
     ("device-placement",  # torch 1.x
      r"expected object of (?:device type|backend) \w+ but got (?:device type|backend)", True),
     ("device-placement", r"input, ?output and indices must be on the current device", True),
